@@ -1,0 +1,131 @@
+"""Command line: turns argv into a Config and calls the right mode. No conversion logic here."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+from .config import Config, RuleOptions
+from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError
+
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        raise SystemExit(_fail(f"{message} (see 'transplant --help')"))
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"transplant: error: {message}", file=sys.stderr)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="transplant",
+        description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
+        epilog="Repository mode: transplant -i PROJECT -o OUT [options] [distributed -m MAIN.py [-t model]]. "
+               "File modes: transplant --check|--diff|--in-place PATH..., or transplant - < file.py.",
+    )
+    p.add_argument("-i", "--input", type=Path, help="folder or .py file to convert")
+    p.add_argument("-o", "--output", type=Path, help="folder that receives <input name>_msft/")
+    p.add_argument("-r", "--rule", type=Path, action="append", default=[], metavar="RULES.json",
+                   help="user rule file (may be given more than once)")
+    p.add_argument("-s", "--specify-device", action="store_true",
+                   help="take the device index from the DEVICE_ID environment variable")
+    p.add_argument("-sim", "--similar", action="store_true",
+                   help="replace some APIs with functionally similar NPU APIs (may change accuracy/speed)")
+    p.add_argument("--pytorch-version", choices=PYTORCH_VERSIONS, default=DEFAULT_PYTORCH_VERSION,
+                   help="PyTorch version whose NPU support list is reported (default %(default)s)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                   help="worker processes (default: number of cores; 1 runs in-process)")
+    p.add_argument("--force", action="store_true", help="replace an existing result folder")
+    p.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary table")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    p.add_argument("--version", action="version", version=f"transplant {__version__}")
+    # file modes (issue 4)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="report only; exit 1 if anything would change or CUDA-only code remains")
+    mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing; exit 1 if there is a diff")
+    mode.add_argument("--in-place", action="store_true", help="rewrite the given files; report what remains")
+    p.add_argument("--stdin-filename", type=Path, help="path to report for source read from stdin")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="diagnostics format")
+    p.add_argument("paths", nargs="*", type=Path, help="files or folders for --check/--diff/--in-place, or - for stdin")
+    return p
+
+
+def build_distributed_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="transplant ... distributed", description="single-GPU -> multi-NPU conversion")
+    p.add_argument("-m", "--main", type=Path, required=True, help="entry Python file of the training script")
+    p.add_argument("-t", "--target-model", "--target_model", dest="target", default="model",
+                   help="variable that holds the model (default: model)")
+    return p
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    argv = list(argv)
+    if "distributed" in argv:
+        i = argv.index("distributed")
+        return argv[:i], argv[i + 1:]
+    return argv, None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("transplant: interrupted; no result was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except RuleError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}", EXIT_USAGE)
+    except Exception as exc:  # last line of defence: one line, not a traceback
+        if debug:
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)", 3)
+
+
+def _main(argv: list[str]) -> int:
+    head, tail = split_argv(argv)
+    args = build_parser().parse_args(head)
+    dist = build_distributed_parser().parse_args(tail) if tail is not None else None
+    options = RuleOptions(tuple(args.rule), args.specify_device, args.similar, args.pytorch_version)
+    if args.jobs < 1:
+        return _fail("--jobs must be at least 1")
+
+    file_mode = args.check or args.diff or args.in_place or (args.paths and str(args.paths[0]) == "-")
+    if file_mode:
+        if args.input or args.output or dist is not None:
+            return _fail("-i/-o/distributed cannot be combined with --check/--diff/--in-place/-")
+        from .filemodes import run_file_mode
+
+        return run_file_mode(args, options)
+    if args.paths:
+        return _fail("unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)")
+    if args.input is None or args.output is None:
+        return _fail("the following arguments are required: -i/--input, -o/--output")
+
+    config = Config(
+        input=args.input, output=args.output, rule_options=options, jobs=args.jobs, force=args.force,
+        prefilter=not args.no_prefilter, progress=not args.quiet,
+        suffix="_msft_multi" if dist is not None else "_msft",
+        distributed_main=dist.main if dist is not None else None,
+        distributed_target=dist.target if dist is not None else "model",
+    )
+    from .console import run_repository
+
+    return run_repository(config, quiet=args.quiet)

@@ -1,0 +1,34 @@
+"""The run's settings, as plain data (no I/O here)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .rules import DEFAULT_PYTORCH_VERSION
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """Everything needed to build the same RuleSet in any process."""
+
+    user_rules: tuple[Path, ...] = ()
+    specify_device: bool = False
+    similar: bool = False
+    pytorch_version: str = DEFAULT_PYTORCH_VERSION
+
+
+@dataclass(frozen=True)
+class Config:
+    input: Path
+    output: Path
+    rule_options: RuleOptions = field(default_factory=RuleOptions)
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    force: bool = False
+    prefilter: bool = True
+    progress: bool = True
+    suffix: str = "_msft"
+    # distributed mode (issue 3): entry file and model variable
+    distributed_main: Path | None = None
+    distributed_target: str = "model"

@@ -1,0 +1,1132 @@
+"""Convert one Python source: bytes in, bytes out, plus records of what changed and what remains.
+
+The engine parses once with libcst, resolves names through the file's imports (so aliases are
+recognised and look-alikes such as ``numba.cuda`` are not), applies every rule in one traversal,
+and only then computes line numbers, for the nodes that were touched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from .rules import Rule, RuleSet
+
+# Stable codes, listed in README.
+CODES = {
+    "rename": "TP101",
+    "method": "TP102",
+    "args": "TP103",
+    "device": "TP104",
+    "env": "TP105",
+    "import": "TP106",
+    "no_counterpart": "TP201",
+    "unsupported": "TP202",
+    "note": "TP203",
+    "syntax": "TP900",
+}
+OPERATION = {
+    "rename": "API rename",
+    "method": "method rename",
+    "args": "argument change",
+    "device": "device string",
+    "env": "environment variable",
+    "import": "import",
+}
+
+SKIP_LINE = re.compile(rb"#\s*transplant:\s*skip\b(?!-)")
+SKIP_FILE = re.compile(rb"#\s*transplant:\s*skip-file\b")
+
+DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
+DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
+DEVICE_PREFIX = "cuda:"
+DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location)$", re.IGNORECASE)
+GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device"})
+
+
+@dataclass
+class Record:
+    """A change made (level ``fix``) or a finding left for the user (error/warning/note)."""
+
+    line: int
+    col: int  # 1-based
+    end_line: int
+    end_col: int
+    code: str
+    level: str
+    operation: str
+    message: str
+    rule: str
+    api: str = ""
+    old: str = ""
+    new: str = ""
+    suggestion: str = ""
+
+    @property
+    def is_change(self) -> bool:
+        return self.level == "fix"
+
+
+@dataclass
+class Conversion:
+    """Result of converting one source text."""
+
+    new: bytes | None  # None when nothing changed
+    records: list[Record] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[Record]:
+        return [r for r in self.records if r.is_change]
+
+    @property
+    def findings(self) -> list[Record]:
+        return [r for r in self.records if not r.is_change]
+
+
+class SourceError(Exception):
+    """The source could not be parsed; message is one line with the position."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+        self.col = col
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def dotted_parts(node: cst.BaseExpression) -> list[str] | None:
+    """``a.b.c`` -> ["a", "b", "c"]; None for anything that is not a plain dotted name."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        parts.reverse()
+        return parts
+    return None
+
+
+def chain_nodes(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The nodes of a dotted chain from the root: ``a.b.c`` -> [a, a.b, a.b.c]."""
+    out = []
+    while isinstance(node, cst.Attribute):
+        out.append(node)
+        node = node.value
+    out.append(node)
+    out.reverse()
+    return out
+
+
+def make_dotted(name: str) -> cst.BaseExpression:
+    parts = name.split(".")
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+def import_module_name(node: cst.BaseExpression) -> str:
+    parts = dotted_parts(node)
+    return ".".join(parts) if parts else ""
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # malformed escapes: leave it alone
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def replace_string(node: cst.SimpleString, old: str, new: str) -> cst.SimpleString:
+    """Replace the first ``old`` in the literal's body, keeping prefix and quotes."""
+    raw = node.value
+    prefix_len = len(node.prefix) + len(node.quote)
+    body = raw[prefix_len: len(raw) - len(node.quote)]
+    return node.with_changes(value=raw[:prefix_len] + body.replace(old, new, 1) + raw[len(raw) - len(node.quote):])
+
+
+def is_docstring_stmt(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def is_future_import(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and any(isinstance(s, cst.ImportFrom) and s.module is not None
+                and import_module_name(s.module) == "__future__" for s in stmt.body)
+    )
+
+
+def _device_literal(value: str) -> bool:
+    return bool(DEVICE_STR.match(value) or DEVICE_TEMPLATE.match(value))
+
+
+def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Turn a CUDA device expression into its NPU form; None when it is not one.
+
+    Handles "cuda", "cuda:0", f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i, "cuda:" + str(i),
+    conditional expressions and lists of those, and the values (never the keys) of
+    map_location-style dicts. "cpu" and every other string are left alone.
+    """
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        if value is not None and _device_literal(value):
+            return replace_string(node, "cuda", "npu")
+        return None
+    if isinstance(node, cst.FormattedString):
+        parts = node.parts
+        if parts and isinstance(parts[0], cst.FormattedStringText):
+            text = parts[0].value
+            rest_ok = all(isinstance(p, cst.FormattedStringExpression) for p in parts[1:])
+            if (text == DEVICE_PREFIX and len(parts) == 2 and rest_ok) or (len(parts) == 1 and DEVICE_STR.match(text)):
+                first = parts[0].with_changes(value="npu" + text[4:])
+                return node.with_changes(parts=[first, *parts[1:]])
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        inner = node.func.value
+        if isinstance(inner, cst.SimpleString) and (value := string_value(inner)) is not None and _device_literal(value):
+            return node.with_changes(func=node.func.with_changes(value=replace_string(inner, "cuda", "npu")))
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
+        left = node.left
+        value = string_value(left)
+        if value is not None and (value == DEVICE_PREFIX or _device_literal(value)):
+            return node.with_changes(left=replace_string(left, "cuda", "npu"))
+        return None
+    if isinstance(node, cst.IfExp):
+        body = rewrite_device_expr(node.body)
+        orelse = rewrite_device_expr(node.orelse)
+        if body is None and orelse is None:
+            return None
+        return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
+    if isinstance(node, cst.BooleanOperation):
+        left = rewrite_device_expr(node.left)
+        right = rewrite_device_expr(node.right)
+        if left is None and right is None:
+            return None
+        return node.with_changes(left=left or node.left, right=right or node.right)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        changed = False
+        elements = []
+        for el in node.elements:
+            new = rewrite_device_expr(el.value) if isinstance(el, cst.Element) else None
+            if new is not None:
+                changed = True
+                el = el.with_changes(value=new)
+            elements.append(el)
+        return node.with_changes(elements=elements) if changed else None
+    if isinstance(node, cst.Dict):
+        changed = False
+        elements = []
+        for el in node.elements:
+            new = rewrite_device_expr(el.value) if isinstance(el, cst.DictElement) else None
+            if new is not None:
+                changed = True
+                el = el.with_changes(value=new)
+            elements.append(el)
+        return node.with_changes(elements=elements) if changed else None
+    return None
+
+
+def literal_equals(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression) -> bool:
+    """Does ``node`` have the value of the rule literal (strings compare by value)?"""
+    wanted = string_value(literal_node)
+    if wanted is not None:
+        return string_value(node) == wanted
+    return cst.Module([]).code_for_node(node).strip() == literal.strip()
+
+
+def replace_literal(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression,
+                    new: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Replace the literal in ``node`` or in the branches of a conditional expression."""
+    if literal_equals(node, literal, literal_node):
+        if isinstance(node, cst.SimpleString) and isinstance(new, cst.SimpleString):
+            # keep the user's quote style
+            new_value = string_value(new)
+            if new_value is not None and new_value.isidentifier():
+                return node.with_changes(value=node.prefix + node.quote + new_value + node.quote)
+        return new
+    if isinstance(node, cst.IfExp):
+        body = replace_literal(node.body, literal, literal_node, new)
+        orelse = replace_literal(node.orelse, literal, literal_node, new)
+        if body is None and orelse is None:
+            return None
+        return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
+    return None
+
+
+# --------------------------------------------------------------------------- import analysis
+
+
+@dataclass
+class ImportPlan:
+    """What happens to one import statement."""
+
+    new_nodes: list[cst.BaseSmallStatement]
+    message: str
+    names: list[str]  # local names whose binding the rewrite changes
+
+
+class Bindings:
+    """Names bound by imports anywhere in the file: local name -> qualified name."""
+
+    def __init__(self) -> None:
+        self.original: dict[str, str] = {}
+        self.rewritten: dict[str, str] = {}  # names whose import is rewritten -> new qualified
+        self.plans: dict[int, ImportPlan] = {}  # id(import node) -> plan
+        self.import_nodes: list[cst.CSTNode] = []
+        self.star_modules: list[str] = []
+
+
+def _walk_statements(body: Sequence[cst.CSTNode]) -> Iterable[cst.BaseSmallStatement]:
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield from stmt.body
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            inner = stmt.body
+            if isinstance(inner, cst.IndentedBlock):
+                yield from _walk_statements(inner.body)
+            elif isinstance(inner, cst.SimpleStatementSuite):
+                yield from inner.body
+            for extra in ("orelse", "finalbody"):
+                sub = getattr(stmt, extra, None)
+                if sub is not None:
+                    yield from _walk_statements([sub])
+            for handler in getattr(stmt, "handlers", ()):
+                yield from _walk_statements([handler])
+            for case in getattr(stmt, "cases", ()):
+                yield from _walk_statements([case])
+        elif isinstance(stmt, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)):
+            inner = stmt.body
+            if isinstance(inner, cst.IndentedBlock):
+                yield from _walk_statements(inner.body)
+            else:
+                yield from inner.body
+        elif isinstance(stmt, cst.If):  # elif chains
+            yield from _walk_statements([stmt])
+
+
+def analyse_imports(module: cst.Module, rules: RuleSet) -> Bindings:
+    b = Bindings()
+    for small in _walk_statements(module.body):
+        if isinstance(small, cst.Import):
+            b.import_nodes.append(small)
+            _plan_import(small, rules, b)
+        elif isinstance(small, cst.ImportFrom):
+            b.import_nodes.append(small)
+            _plan_import_from(small, rules, b)
+    return b
+
+
+def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
+    changed = False
+    new_aliases = []
+    notes = []
+    for alias in node.names:
+        qualified = import_module_name(alias.name)
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
+            b.original[local] = qualified
+            found = rules.new_name(qualified)
+            if found is not None:
+                new_qualified = found[0]
+                b.rewritten[local] = new_qualified
+                alias = alias.with_changes(name=make_dotted(new_qualified))
+                changed = True
+                notes.append(f"{qualified} -> {new_qualified}")
+        else:
+            root = qualified.split(".")[0]
+            b.original.setdefault(root, root)
+        new_aliases.append(alias)
+    if changed:
+        b.plans[id(node)] = ImportPlan([node.with_changes(names=new_aliases)], "import " + ", ".join(notes),
+                                       [n for n in b.rewritten if b.original.get(n) and n in _locals(node)])
+
+
+def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None:
+    if node.relative or node.module is None:
+        return
+    module = import_module_name(node.module)
+    if isinstance(node.names, cst.ImportStar):
+        b.star_modules.append(module)
+        return
+    kept: list[cst.ImportAlias] = []
+    moved: dict[str, list[cst.ImportAlias]] = {}
+    notes = []
+    for alias in node.names:
+        name = alias.name.value if isinstance(alias.name, cst.Name) else import_module_name(alias.name)
+        local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+        qualified = f"{module}.{name}"
+        b.original[local] = qualified
+        found = rules.new_name(qualified)
+        if found is None:
+            kept.append(alias)
+            continue
+        new_qualified = found[0]
+        new_module, _, new_name = new_qualified.rpartition(".")
+        if not new_module:
+            kept.append(alias)
+            continue
+        b.rewritten[local] = new_qualified
+        notes.append(f"{qualified} -> {new_qualified}")
+        if new_name == local:
+            new_alias = alias.with_changes(name=cst.Name(new_name), asname=None)
+        else:
+            new_alias = alias.with_changes(
+                name=cst.Name(new_name),
+                asname=cst.AsName(name=cst.Name(local)) if alias.asname is None else alias.asname,
+            )
+        moved.setdefault(new_module, []).append(new_alias)
+    if not moved:
+        return
+    statements: list[cst.BaseSmallStatement] = []
+    if kept:
+        statements.append(node.with_changes(names=_fix_commas(kept)))
+    for new_module, aliases in moved.items():
+        if not kept and len(moved) == 1:
+            statements.append(node.with_changes(module=make_dotted(new_module), names=_fix_commas(aliases, node.names)))
+        else:
+            statements.append(cst.ImportFrom(module=make_dotted(new_module), names=_fix_commas(aliases)))
+    b.plans[id(node)] = ImportPlan(statements, "from-import " + ", ".join(notes),
+                                   [n for n in _locals(node) if n in b.rewritten])
+
+
+def _locals(node: cst.Import | cst.ImportFrom) -> list[str]:
+    out = []
+    if isinstance(node.names, cst.ImportStar):
+        return out
+    for alias in node.names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            out.append(alias.asname.name.value)
+        elif isinstance(alias.name, cst.Name):
+            out.append(alias.name.value)
+        else:
+            out.append(import_module_name(alias.name).split(".")[0])
+    return out
+
+
+def _fix_commas(aliases: list[cst.ImportAlias], original: Sequence[cst.ImportAlias] | None = None) -> list[cst.ImportAlias]:
+    """Keep the original commas when the alias list keeps its length, else normalise them."""
+    if original is not None and len(original) == len(aliases):
+        return [a.with_changes(comma=o.comma) for a, o in zip(aliases, original)]
+    out = []
+    for i, alias in enumerate(aliases):
+        last = i == len(aliases) - 1
+        out.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+    return out
+
+
+# --------------------------------------------------------------------------- positions
+
+
+class _LineTracker(CodegenState):
+    """Codegen that records positions of a few target nodes only (cheaper than PositionProvider)."""
+
+    def __init__(self, module: cst.Module, targets: set[int]) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.targets = targets
+        self.positions: dict[int, tuple[int, int, int, int]] = {}
+        self._open: dict[int, tuple[int, int]] = {}
+        self._done = 0
+        self._line = 1
+        self._col = 0
+
+    def _where(self) -> tuple[int, int]:
+        if self._done < len(self.tokens):
+            text = "".join(self.tokens[self._done:])
+            self._done = len(self.tokens)
+            newlines = text.count("\n")
+            if newlines:
+                self._line += newlines
+                self._col = len(text) - text.rfind("\n") - 1
+            else:
+                self._col += len(text)
+        return self._line, self._col
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets and id(node) not in self._open:
+            self._open[id(node)] = self._where()
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        key = id(node)
+        if key in self._open and key not in self.positions:
+            line, col = self._open.pop(key)
+            end_line, end_col = self._where()
+            self.positions[key] = (line, col + 1, end_line, end_col + 1)
+
+
+def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int, int, int]]:
+    targets = {id(n) for n in nodes}
+    if not targets:
+        return {}
+    state = _LineTracker(module, targets)
+    module._codegen(state)
+    return state.positions
+
+
+# --------------------------------------------------------------------------- the transformer
+
+
+@dataclass
+class _Pending:
+    anchor: cst.CSTNode
+    code: str
+    level: str
+    operation: str
+    message: str
+    rule: str
+    api: str = ""
+    old: str = ""
+    new: str = ""
+    suggestion: str = ""
+
+
+class Converter(cst.CSTTransformer):
+    """Applies every rule in one traversal and collects pending records."""
+
+    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int]) -> None:
+        super().__init__()
+        self.module = module
+        self.rules = rules
+        self.b = bindings
+        self.excluded = excluded
+        self.pending: list[_Pending] = []
+        self.replacements: dict[int, cst.BaseExpression] = {}
+        self.skip_names: set[int] = set()
+        self.in_chain: set[int] = set()
+        self.shadow: list[set[str]] = []
+        self.uses: dict[str, int] = {}
+        self.touched: set[str] = set()  # import-bound names with a reference rewritten away
+        self.needs_npu = False
+        self.needs_imports: set[str] = set()
+        self._parsed: dict[str, cst.BaseExpression] = {}
+
+    # ---- records
+
+    def _code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def record(self, anchor: cst.CSTNode, kind: str, message: str, rule: Rule | None, *, api: str = "",
+               new: str = "", level: str = "fix") -> bool:
+        if id(anchor) in self.excluded:
+            return False
+        code = CODES[kind]
+        operation = OPERATION.get(kind, "")
+        suggestion = ""
+        if rule is not None and level != "fix":
+            suggestion = rule.get("suggestion", "")
+        self.pending.append(_Pending(anchor, code, level, operation, message,
+                                     rule.origin if rule is not None else "builtin", api,
+                                     new=new, suggestion=suggestion))
+        if level == "fix" and kind != "env":
+            self.needs_npu = True
+        return True
+
+    def expr(self, text: str) -> cst.BaseExpression:
+        node = self._parsed.get(text)
+        if node is None:
+            node = self._parsed[text] = cst.parse_expression(text)
+        return node
+
+    # ---- name resolution
+
+    def qualified(self, parts: list[str]) -> str | None:
+        root = parts[0]
+        if any(root in scope for scope in self.shadow):
+            return None
+        base = self.b.original.get(root)
+        if base is None:
+            return None
+        return ".".join([base, *parts[1:]])
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        parts = dotted_parts(node)
+        return self.qualified(parts) if parts else None
+
+    # ---- scopes (parameters shadow imported names)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.skip_names.add(id(node.name))
+        self.shadow.append(self._params(node.params))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.shadow.pop()
+        return updated_node
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.shadow.append(self._params(node.params))
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        self.shadow.pop()
+        return updated_node
+
+    @staticmethod
+    def _params(params: cst.Parameters) -> set[str]:
+        names = set()
+        for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            names.add(p.name.value)
+        for p in (params.star_arg, params.star_kwarg):
+            if isinstance(p, cst.Param):
+                names.add(p.name.value)
+        return names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.skip_names.add(id(node.name))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.skip_names.add(id(node.name))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip_names.add(id(node.keyword))
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    # ---- references
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if id(node) in self.in_chain:
+            return True
+        self.skip_names.add(id(node.attr))
+        parts = dotted_parts(node)
+        if parts is not None:
+            # the whole dotted chain is resolved here, once; its inner nodes are only rebuilt
+            for inner in chain_nodes(node)[:-1]:
+                self.in_chain.add(id(inner))
+                if isinstance(inner, cst.Attribute):
+                    self.skip_names.add(id(inner.attr))
+            self._chain(node, parts)
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) in self.skip_names or id(node) in self.in_chain:
+            return
+        self._chain(node, [node.value])
+
+    def _chain(self, node: cst.BaseExpression, parts: list[str]) -> None:
+        root = parts[0]
+        qualified = self.qualified(parts)
+        if qualified is None:
+            if len(parts) > 1:
+                self._attribute_rule(node, parts)
+            return
+        base_len = len(self.b.original[root].split("."))
+        q_parts = qualified.split(".")
+        nodes = chain_nodes(node)
+        for k in range(len(q_parts), base_len - 1, -1):
+            old = ".".join(q_parts[:k])
+            found = self.rules.new_name(old)
+            if found is not None:
+                new, rule = found
+                target = nodes[k - base_len]
+                replacement = self._spell(root, new)
+                if self._code(target) != replacement:
+                    if self.record(target, "rename", f"{old} -> {new}", rule, api=old, new=replacement):
+                        self.replacements[id(target)] = make_dotted(replacement)
+                        if not replacement.startswith(root + ".") and replacement != root:
+                            self.touched.add(root)
+                            self._need_root(new)
+                            return
+                self.uses[root] = self.uses.get(root, 0) + 1
+                return
+            unsupported = self.rules.unsupported_q.get(old)
+            if unsupported is not None:
+                self._finding(nodes[k - base_len], old, unsupported)
+                break
+        self.uses[root] = self.uses.get(root, 0) + 1
+
+    def _spell(self, root: str, new: str) -> str:
+        """Spell a new qualified name, through the root's rewritten import when possible."""
+        bound = self.b.rewritten.get(root)
+        if bound is not None and (new == bound or new.startswith(bound + ".")):
+            return root + new[len(bound):]
+        return new
+
+    def _need_root(self, new: str) -> None:
+        top = new.split(".")[0]
+        if top != "torch_npu" and self.b.original.get(top) != top:
+            self.needs_imports.add(top)
+
+    def _attribute_rule(self, node: cst.BaseExpression, parts: list[str]) -> None:
+        rule = self.rules.rename_attribute.get(parts[-1])
+        if rule is not None and isinstance(node, cst.Attribute):
+            new = rule["new_name"].rsplit(".", 1)[-1]
+            if self.record(node.attr, "method", f".{parts[-1]} -> .{new}", rule, api=parts[-1], new=new):
+                self.replacements[id(node.attr)] = cst.Name(new)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        new = self.replacements.get(id(original_node))
+        if new is not None:
+            return new
+        if dotted_parts(original_node) is None:
+            # attribute of a non-name expression: x().is_cuda
+            rule = self.rules.rename_attribute.get(original_node.attr.value)
+            if rule is not None:
+                new_attr = rule["new_name"].rsplit(".", 1)[-1]
+                if self.record(original_node.attr, "method", f".{original_node.attr.value} -> .{new_attr}", rule,
+                               api=original_node.attr.value, new=new_attr):
+                    return updated_node.with_changes(attr=cst.Name(new_attr))
+        return updated_node
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.replacements.get(id(original_node), updated_node)
+
+    def _finding(self, anchor: cst.CSTNode, api: str, rule: Rule) -> None:
+        level = rule.get("level", "warning")
+        kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+        self.record(anchor, kind, f"{api}: {rule.get('message', 'not supported on NPU')}", rule, api=api, level=level)
+
+    # ---- calls
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        func = original_node.func
+        qualified = self.resolve(func)
+        method = func.attr.value if isinstance(func, cst.Attribute) and qualified is None else None
+        bare = None
+        parts = dotted_parts(func)
+        if parts is not None:
+            bare = parts[-1]
+        args = list(updated_node.args)
+        changed = False
+
+        rules_for_args: list[Rule] = []
+        if qualified is not None:
+            rules_for_args += self.rules.args_q.get(qualified, [])
+            renamed = self.rules.new_name(qualified)
+            if renamed is not None and renamed[0] != qualified:
+                rules_for_args += [r for r in self.rules.args_q.get(renamed[0], []) if r not in rules_for_args]
+        if bare is not None:
+            rules_for_args += self.rules.args_bare.get(bare, [])
+        if method is not None:
+            rules_for_args += self.rules.args_method.get(method, [])
+        for rule in rules_for_args:
+            changed |= self._apply_args_rule(rule, original_node, args)
+
+        device_rule = None
+        if qualified is not None:
+            device_rule = self.rules.device_q.get(qualified)
+        if device_rule is None and method is not None:
+            device_rule = self.rules.device_method.get(method)
+        changed |= self._device_args(original_node, args, device_rule, bare)
+
+        new_func = updated_node.func
+        if method is not None:
+            rule = self.rules.rename_method.get(method)
+            if rule is not None:
+                new = rule["new_name"].rsplit(".", 1)[-1]
+                if self.record(func.attr, "method", f".{method}() -> .{new}()", rule, api=method, new=new):
+                    new_func = new_func.with_changes(attr=cst.Name(new))
+                    changed = True
+            elif method in self.rules.unsupported_method:
+                self._finding(func.attr, method, self.rules.unsupported_method[method])
+        elif bare is not None and qualified is None and bare in self.rules.rename_bare:
+            rule = self.rules.rename_bare[bare]
+            new = rule["new_name"]
+            if self.record(func, "rename", f"{bare} -> {new}", rule, api=bare, new=new):
+                new_func = cst.Name(new) if isinstance(new_func, cst.Name) else new_func.with_changes(attr=cst.Name(new))
+                changed = True
+        if not changed:
+            return updated_node
+        return updated_node.with_changes(func=new_func, args=args)
+
+    def _find_arg(self, args: list[cst.Arg], idx: int | None, names: Sequence[str]) -> int | None:
+        positional = 0
+        for i, arg in enumerate(args):
+            if arg.star:
+                if arg.star == "*":
+                    positional = -10_000  # positions after *args are unknown
+                continue
+            if arg.keyword is None:
+                if idx is not None and positional == idx:
+                    return i
+                positional += 1
+            elif arg.keyword.value in names:
+                return i
+        return None
+
+    def _apply_args_rule(self, rule: Rule, call: cst.Call, args: list[cst.Arg]) -> bool:
+        names = [rule["arg_name"]] if rule.get("arg_name") else []
+        i = self._find_arg(args, rule.get("arg_idx"), names)
+        if i is None:
+            return False
+        arg = args[i]
+        original_value = call.args[i].value
+        new_text = rule["arg_new"]
+        new_expr = self.expr(new_text)
+        if rule.get("arg_old") is not None:
+            replaced = replace_literal(arg.value, rule["arg_old"], self.expr(rule["arg_old"]), new_expr)
+            if replaced is None:
+                return False
+        else:
+            if self._code(arg.value).strip() == new_text.strip():
+                return False
+            replaced = new_expr
+        new_keyword = rule.get("new_arg_name")
+        if new_keyword and arg.keyword is None and i != len(args) - 1:
+            return False  # cannot turn a positional argument in the middle into a keyword
+        label = f"{rule['func_name']}: argument {arg.keyword.value if arg.keyword else rule.get('arg_idx')}"
+        if not self.record(original_value, "args", f"{label} -> {new_text}", rule, api=rule["func_name"],
+                           new=cst.Module([]).code_for_node(replaced)):
+            return False
+        if new_keyword and (arg.keyword is None or arg.keyword.value != new_keyword):
+            arg = arg.with_changes(keyword=cst.Name(new_keyword), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+        args[i] = arg.with_changes(value=replaced)
+        for module in rule.get("imports", []):
+            if self.b.original.get(module.split(".")[0]) is None:
+                self.needs_imports.add(module)
+        return True
+
+    def _device_args(self, call: cst.Call, args: list[cst.Arg], rule: Rule | None, bare: str | None) -> bool:
+        changed = False
+        idx = rule.get("arg_idx") if rule is not None else None
+        names = set(rule.get("arg_names", [])) if rule is not None else set()
+        names |= GENERIC_DEVICE_KEYWORDS
+        positional = 0
+        for i, arg in enumerate(args):
+            target = False
+            if arg.keyword is None and not arg.star:
+                target = rule is not None and idx is not None and positional == idx
+                positional += 1
+            elif arg.keyword is not None:
+                kw = arg.keyword.value
+                target = kw in names or (bare == "add_argument" and kw in ("default", "choices"))
+            if not target:
+                continue
+            new = rewrite_device_expr(arg.value)
+            if new is not None and self.record(call.args[i].value, "device", "device string cuda -> npu", rule,
+                                               new=cst.Module([]).code_for_node(new)):
+                args[i] = arg.with_changes(value=new)
+                changed = True
+        return changed
+
+    # ---- device strings outside calls: device = "cuda", x.device.type == "cuda", defaults
+
+    def _device_target(self, node: cst.BaseExpression) -> bool:
+        parts = dotted_parts(node)
+        if not parts:
+            return False
+        if DEVICE_NAME.search(parts[-1]):
+            return True
+        return len(parts) >= 2 and parts[-1] == "type" and DEVICE_NAME.search(parts[-2]) is not None
+
+    def _device_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
+        new = rewrite_device_expr(value)
+        if new is not None and self.record(anchor, "device", "device string cuda -> npu", None,
+                                           new=cst.Module([]).code_for_node(new)):
+            return new
+        return None
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if any(self._device_target(t.target) for t in original_node.targets):
+            new = self._device_value(updated_node.value, original_node.value)
+            if new is not None:
+                return updated_node.with_changes(value=new)
+        return updated_node
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        if updated_node.value is not None and self._device_target(original_node.target):
+            new = self._device_value(updated_node.value, original_node.value)
+            if new is not None:
+                return updated_node.with_changes(value=new)
+        return updated_node
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        if updated_node.default is not None and DEVICE_NAME.search(original_node.name.value):
+            new = self._device_value(updated_node.default, original_node.default)
+            if new is not None:
+                return updated_node.with_changes(default=new)
+        return updated_node
+
+    def leave_DictElement(self, original_node: cst.DictElement, updated_node: cst.DictElement) -> cst.DictElement:
+        key = string_value(original_node.key)
+        if key is not None and DEVICE_NAME.search(key):
+            new = self._device_value(updated_node.value, original_node.value)
+            if new is not None:
+                return updated_node.with_changes(value=new)
+        return updated_node
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison:
+        left_is_device = self._device_target(original_node.left)
+        new_left = updated_node.left
+        targets = []
+        for i, comp in enumerate(original_node.comparisons):
+            if not isinstance(comp.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+                continue
+            if left_is_device:
+                targets.append(i)
+            elif self._device_target(comp.comparator):
+                new = self._device_value(updated_node.left, original_node.left)
+                if new is not None:
+                    new_left = new
+        comparisons = list(updated_node.comparisons)
+        for i in targets:
+            new = self._device_value(comparisons[i].comparator, original_node.comparisons[i].comparator)
+            if new is not None:
+                comparisons[i] = comparisons[i].with_changes(comparator=new)
+        return updated_node.with_changes(left=new_left, comparisons=comparisons)
+
+    # ---- environment variable names in string literals
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        value = string_value(original_node)
+        if value is not None and value in self.rules.env:
+            rule = self.rules.env[value]
+            if self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value, new=rule["new_name"]):
+                return replace_string(updated_node, value, rule["new_name"])
+        return updated_node
+
+    # ---- imports
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine):
+        plans = [(i, self.b.plans.get(id(s))) for i, s in enumerate(original_node.body)]
+        if not any(p is not None for _, p in plans):
+            return updated_node
+        new_body: list[cst.BaseSmallStatement] = []
+        for (i, plan), small in zip(plans, updated_node.body):
+            original_small = original_node.body[i]
+            if plan is not None and self.record(original_small, "import", plan.message, None):
+                new_body.extend(plan.new_nodes)
+            else:
+                new_body.append(small)
+        if len(new_body) == len(updated_node.body):
+            return updated_node.with_changes(body=new_body)
+        if len(original_node.body) == 1:
+            lines = [updated_node.with_changes(body=[new_body[0].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])]
+            lines += [cst.SimpleStatementLine(body=[s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for s in new_body[1:]]
+            return cst.FlattenSentinel(lines)
+        fixed = [s.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+                 for s in new_body[:-1]] + [new_body[-1]]
+        return updated_node.with_changes(body=fixed)
+
+
+class _ImportPruner(cst.CSTTransformer):
+    """Removes import aliases whose every reference was rewritten to the new namespace."""
+
+    def __init__(self, unused: set[str], bindings: Bindings, replace_torch_cuda: bool) -> None:
+        super().__init__()
+        self.unused = unused
+        self.plain_torch = any(
+            isinstance(n, cst.Import) and any(a.asname is None and import_module_name(a.name) == "torch" for a in n.names)
+            for n in bindings.import_nodes
+        )
+        self.replace_torch_cuda = replace_torch_cuda
+        self.removed: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False
+        return super().on_visit(node)
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
+        keep = []
+        for alias in updated_node.names:
+            module = import_module_name(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else None
+            if local is not None and local in self.unused:
+                self.removed.append(f"import {module} as {local}")
+                continue
+            if local is None and self.replace_torch_cuda and module.startswith("torch.cuda"):
+                if self.plain_torch:
+                    self.removed.append(f"import {module}")
+                    continue
+                alias = alias.with_changes(name=cst.Name("torch"))
+                self.plain_torch = True
+            keep.append(alias)
+        if not keep:
+            return cst.RemoveFromParent()
+        return updated_node.with_changes(names=_fix_commas(keep, updated_node.names if len(keep) == len(updated_node.names) else None))
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
+        if isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        keep = []
+        for alias in updated_node.names:
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else (
+                alias.name.value if isinstance(alias.name, cst.Name) else None)
+            if local is not None and local in self.unused:
+                self.removed.append(f"from {import_module_name(updated_node.module)} import {local}")
+                continue
+            keep.append(alias)
+        if not keep:
+            return cst.RemoveFromParent()
+        if len(keep) == len(updated_node.names):
+            return updated_node
+        return updated_node.with_changes(names=_fix_commas(keep))
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if not updated_node.body:
+            return cst.RemoveFromParent()
+        return updated_node
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        if not updated_node.body:
+            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated_node
+
+
+def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
+    """Where new imports go: after the docstring and ``__future__`` imports, and after the first
+    top-level import of torch when there is one."""
+    index = 0
+    while index < len(body) and (is_docstring_stmt(body[index]) and index == 0 or is_future_import(body[index])):
+        index += 1
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+            (isinstance(s, cst.Import) and any(import_module_name(a.name).split(".")[0] in ("torch", "torch_npu") for a in s.names))
+            or (isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative
+                and import_module_name(s.module).split(".")[0] in ("torch", "torch_npu"))
+            for s in stmt.body
+        ):
+            index = max(index, i + 1)
+            break
+    return index
+
+
+def _insert_imports(module: cst.Module, names: Sequence[str]) -> cst.Module:
+    body = list(module.body)
+    index = _insertion_index(body)
+    new_lines = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(make_dotted(n))])]) for n in names]
+    return module.with_changes(body=body[:index] + new_lines + body[index:])
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def parse(source: bytes) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise SourceError(f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1) from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        raise SourceError(f"cannot decode source: {exc}") from None
+    except RecursionError:
+        raise SourceError("source is nested too deeply to parse") from None
+
+
+def skipped_lines(source: bytes) -> set[int]:
+    if b"transplant:" not in source:
+        return set()
+    return {i + 1 for i, line in enumerate(source.splitlines()) if SKIP_LINE.search(line)}
+
+
+def convert(source: bytes, rules: RuleSet) -> Conversion:
+    """Convert one Python source. Raises SourceError when it does not parse."""
+    if SKIP_FILE.search(source[:4096]) and any(SKIP_FILE.search(l) for l in source.splitlines()[:30]):
+        return Conversion(None, [])
+    module = parse(source)
+    skip = skipped_lines(source)
+    excluded: set[int] = set()
+    for _attempt in range(3):
+        result, hit = _convert_once(module, rules, excluded, skip)
+        if not hit:
+            return result
+        excluded |= hit
+    return result
+
+
+def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int]) -> tuple[Conversion, set[int]]:
+    bindings = analyse_imports(module, rules)
+    for node in bindings.import_nodes:
+        plan = bindings.plans.get(id(node))
+        if plan is not None and id(node) in excluded:
+            del bindings.plans[id(node)]
+            for name in plan.names:
+                bindings.rewritten.pop(name, None)
+    conv = Converter(module, rules, bindings, excluded)
+    try:
+        new_module = module.visit(conv)
+    except RecursionError:
+        raise SourceError("source is nested too deeply to convert") from None
+    pending = conv.pending
+    if not pending:
+        return Conversion(None, []), set()
+
+    positions = node_positions(module, [p.anchor for p in pending])
+    hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
+    if hit:
+        return Conversion(None, []), hit
+
+    records = [
+        Record(*positions.get(id(p.anchor), (1, 1, 1, 1)), code=p.code, level=p.level, operation=p.operation,
+               message=p.message, rule=p.rule, api=p.api, old=_first_line(module.code_for_node(p.anchor)),
+               new=p.new, suggestion=p.suggestion)
+        for p in pending
+    ]
+    if not any(r.is_change for r in records):
+        return Conversion(None, sorted(records, key=_order)), set()
+
+    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
+    replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
+    if unused or replace_torch_cuda:
+        pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
+        new_module = new_module.visit(pruner)
+        if pruner.removed:
+            removed_from = [n for n in bindings.import_nodes if set(_locals(n)) & unused or (
+                replace_torch_cuda and isinstance(n, cst.Import)
+                and any(a.asname is None and import_module_name(a.name).startswith("torch.cuda") for a in n.names))]
+            pos = node_positions(module, removed_from)
+            for node in removed_from:
+                line = pos.get(id(node), (1, 1, 1, 1))
+                records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
+                                      message="remove import of the old namespace: " + "; ".join(pruner.removed),
+                                      rule="builtin", old=_first_line(module.code_for_node(node))))
+    to_import = []
+    if conv.needs_npu and not _imports_module(bindings, "torch_npu"):
+        to_import.append("torch_npu")
+    for name in sorted(conv.needs_imports):
+        if not _imports_module(bindings, name):
+            to_import.append(name)
+    if to_import:
+        new_module = _insert_imports(new_module, to_import)
+        line = 1
+        index = _insertion_index(module.body)
+        if index > 0:
+            # the line of the original statement the new imports follow
+            anchor = module.body[index - 1]
+            if isinstance(anchor, cst.SimpleStatementLine) and anchor.body:
+                anchor = anchor.body[0]  # skip the blank lines and comments above it
+            line = node_positions(module, [anchor]).get(id(anchor), (1,))[0]
+        for name in to_import:
+            records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
+                                  f"add import {name}", "builtin", api=name, new=f"import {name}"))
+    new_bytes = new_module.bytes
+    if new_bytes == module.bytes:
+        return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
+    return Conversion(new_bytes, sorted(records, key=_order)), set()
+
+
+def _imports_module(bindings: Bindings, name: str) -> bool:
+    return bindings.original.get(name.split(".")[0]) == name.split(".")[0] and (
+        "." not in name or any(
+            isinstance(n, cst.Import) and any(import_module_name(a.name) == name for a in n.names)
+            for n in bindings.import_nodes)
+    )
+
+
+def _first_line(code: str) -> str:
+    code = code.strip()
+    return code.splitlines()[0] if code else ""
+
+
+def _order(r: Record) -> tuple[int, int, str]:
+    return (r.line, r.col, r.code)

@@ -1,0 +1,151 @@
+"""Reports of a repository conversion: change_list.csv, unsupported_op.xlsx, the log.
+
+All of them are views of the same records (see engine.Record).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import logging.handlers
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .filetypes import FileResult
+
+CHANGE_LIST = "change_list.csv"
+UNSUPPORTED = "unsupported_op.xlsx"
+LOG = "msFmkTranspltlog.txt"
+CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule", "Code"]
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def guard_cell(value: object) -> object:
+    """Neutralise text a spreadsheet would run as a formula (CSV/formula injection)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def change_rows(results: Iterable[FileResult]) -> list[list[object]]:
+    rows = []
+    for res in results:
+        for r in res.changes:
+            rows.append([res.path, r.line, r.end_line, r.operation, r.message, r.rule, r.code])
+    return rows
+
+
+def write_change_list(path: Path, results: Sequence[FileResult]) -> int:
+    rows = change_rows(results)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for row in rows:
+        writer.writerow([guard_cell(c) for c in row])
+    _atomic_write(path, buf.getvalue().encode("utf-8"))
+    return len(rows)
+
+
+def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font, PatternFill
+    from openpyxl.utils import get_column_letter
+
+    wb = Workbook()
+    header_font = Font(bold=True, color="FFFFFF")
+    header_fill = PatternFill("solid", fgColor="305496")
+
+    def sheet(ws, header: list[str], rows: list[list[object]], widths: list[int]) -> None:
+        ws.append(header)
+        for cell in ws[1]:
+            cell.font = header_font
+            cell.fill = header_fill
+            cell.alignment = Alignment(vertical="center")
+        for row in rows:
+            ws.append([guard_cell(c) for c in row])
+        ws.freeze_panes = "A2"
+        ws.auto_filter.ref = f"A1:{get_column_letter(len(header))}{max(1, len(rows) + 1)}"
+        for i, width in enumerate(widths, start=1):
+            ws.column_dimensions[get_column_letter(i)].width = width
+
+    occurrences = []
+    per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for res in results:
+        for r in res.findings:
+            if r.code == "TP900":
+                continue
+            occurrences.append([res.path, r.line, r.col, r.api, r.level, r.message, r.suggestion])
+            per_api[(r.api, r.level)].append(res.path)
+
+    ws = wb.active
+    ws.title = "Unsupported"
+    sheet(ws, ["File", "Line", "Column", "API", "Level", "Message", "Suggestion"], occurrences,
+          [40, 8, 8, 45, 10, 70, 40])
+
+    counts = sorted(([api, level, len(files), len(set(files))] for (api, level), files in per_api.items()),
+                    key=lambda r: (-r[2], r[0]))
+    sheet(wb.create_sheet("API counts"), ["API", "Level", "Occurrences", "Files"], counts, [50, 10, 12, 8])
+
+    summary = []
+    total_conv = total_uns = 0
+    for res in results:
+        if res.kind == "other":
+            continue
+        conv = len(res.changes)
+        uns = sum(1 for r in res.findings if r.level in ("error", "warning"))
+        if not conv and not uns and not res.error:
+            continue
+        total_conv += conv
+        total_uns += uns
+        summary.append([res.path, conv, uns, _rate(conv, uns), res.error or ""])
+    summary.append(["TOTAL", total_conv, total_uns, _rate(total_conv, total_uns), ""])
+    sheet(wb.create_sheet("Summary"), ["File", "Converted references", "Unsupported references",
+                                       "Conversion rate", "Error"], summary, [50, 20, 22, 16, 50])
+    last = wb["Summary"].max_row
+    for cell in wb["Summary"][last]:
+        cell.font = Font(bold=True)
+    for row in wb["Summary"].iter_rows(min_row=2, min_col=4, max_col=4):
+        for cell in row:
+            cell.number_format = "0.0%"
+    buf = io.BytesIO()
+    wb.save(buf)
+    _atomic_write(path, buf.getvalue())
+    return len(occurrences)
+
+
+def _rate(converted: int, unsupported: int) -> float:
+    total = converted + unsupported
+    return converted / total if total else 1.0
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def open_log(path: Path) -> logging.Logger:
+    """The run's log: rotating at 1 MB, at most 10 files (the live one and 9 backups)."""
+    logger = logging.getLogger(f"transplant.run.{id(path)}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=1_000_000, backupCount=9, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+def close_log(logger: logging.Logger) -> None:
+    for handler in list(logger.handlers):
+        handler.close()
+        logger.removeHandler(handler)
+
+
+def level_counts(results: Iterable[FileResult]) -> Counter:
+    counts: Counter = Counter()
+    for res in results:
+        for r in res.records:
+            counts[r.level] += 1
+    return counts

@@ -1,0 +1,263 @@
+"""Load, validate and index rule files.
+
+Built-in rules (``rules/*.json``) and user rules (``-r``) share one JSON language, checked by
+``rules/schema.json``. Loading produces a :class:`RuleSet`: plain dictionaries keyed by the
+names the engine looks up, built once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import libcst as cst
+
+from .resources import rules_dir
+
+PYTORCH_VERSIONS = ("2.1", "2.6", "2.7", "2.8")
+DEFAULT_PYTORCH_VERSION = "2.8"
+
+
+class RuleError(Exception):
+    """A rule file is unreadable or invalid; the message is one line naming file and place."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One entry of a rule file, with where it came from."""
+
+    kind: str
+    data: dict[str, Any]
+    origin: str  # e.g. "device_api.json:FuncNameModifyRule[3]"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+
+@dataclass
+class RuleSet:
+    """Rules indexed for the engine. Keys of the ``*_q`` maps are qualified dotted names."""
+
+    rename_q: dict[str, Rule] = field(default_factory=dict)  # old qualified name -> rule
+    module_q: dict[str, Rule] = field(default_factory=dict)  # old module -> rule (prefix)
+    rename_bare: dict[str, Rule] = field(default_factory=dict)  # seed-style bare function names
+    rename_method: dict[str, Rule] = field(default_factory=dict)  # x.NAME(...)
+    rename_attribute: dict[str, Rule] = field(default_factory=dict)  # x.NAME
+    args_q: dict[str, list[Rule]] = field(default_factory=dict)
+    args_bare: dict[str, list[Rule]] = field(default_factory=dict)
+    args_method: dict[str, list[Rule]] = field(default_factory=dict)
+    device_q: dict[str, Rule] = field(default_factory=dict)
+    device_method: dict[str, Rule] = field(default_factory=dict)
+    unsupported_q: dict[str, Rule] = field(default_factory=dict)
+    unsupported_method: dict[str, Rule] = field(default_factory=dict)
+    env: dict[str, Rule] = field(default_factory=dict)
+    triggers: tuple[bytes, ...] = ()
+    trigger_re: "re.Pattern[bytes] | None" = None
+
+    def new_name(self, qualified: str) -> tuple[str, Rule] | None:
+        """The new qualified name for ``qualified`` (exact rule, else module prefix rule)."""
+        rule = self.rename_q.get(qualified)
+        if rule is not None:
+            return rule["new_name"], rule
+        parts = qualified.split(".")
+        for i in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:i])
+            rule = self.module_q.get(prefix)
+            if rule is not None:
+                new_prefix = module_new_name(rule)
+                return ".".join([new_prefix, *parts[i:]]), rule
+        return None
+
+    def may_match(self, data: bytes) -> bool:
+        """Cheap byte-level pre-filter: can any rule possibly match in ``data``?"""
+        return self.trigger_re is not None and self.trigger_re.search(data) is not None
+
+
+def module_new_name(rule: Rule) -> str:
+    return f"{rule['parent_module']}.{rule['new_name']}"
+
+
+def module_old_name(rule: Rule) -> str:
+    return f"{rule['parent_module']}.{rule['old_name']}"
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads((rules_dir() / "schema.json").read_text(encoding="utf-8"))
+
+
+def _json_path(error: jsonschema.ValidationError) -> str:
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def read_rule_file(path: Path) -> dict[str, Any]:
+    """Read and schema-check one rule file; raise RuleError with a one-line message."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RuleError(f"{path}: rule file not found") from None
+    except IsADirectoryError:
+        raise RuleError(f"{path}: is a directory, not a rule file") from None
+    except UnicodeDecodeError as exc:
+        raise RuleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read rule file: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RuleError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        err = _best_error(errors)
+        raise RuleError(f"{path}: {_json_path(err)}: {_describe(err)}")
+    _check_python(path, data)
+    return data
+
+
+def _best_error(errors: list[jsonschema.ValidationError]) -> jsonschema.ValidationError:
+    best = jsonschema.exceptions.best_match(errors)
+    return best if best is not None else errors[0]
+
+
+def _describe(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties" and err.absolute_path and list(err.absolute_path)[-1] == "rules":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        return f"unknown rule kind {', '.join(map(repr, extra))} (known: {', '.join(err.schema['properties'])})"
+    if err.validator == "unevaluatedProperties":
+        return err.message.replace("Unevaluated properties are not allowed", "unknown key(s)")
+    if err.validator == "pattern":
+        return f"{err.instance!r} is not a valid Python name"
+    if err.validator == "anyOf" and "required" in str(err.schema):
+        return "needs arg_idx or an argument name"
+    return err.message
+
+
+def _check_python(path: Path, data: dict[str, Any]) -> None:
+    """Checks the schema cannot express: keywords as names, expressions that do not parse."""
+    for kind, entries in data.get("rules", {}).items():
+        for i, entry in enumerate(entries):
+            where = f"{path}: rules.{kind}[{i}]"
+            for key in ("old_name", "new_name", "func_name", "name", "parent_module", "arg_name", "new_arg_name"):
+                value = entry.get(key)
+                if isinstance(value, str) and any(keyword.iskeyword(p) for p in value.split(".")):
+                    raise RuleError(f"{where}.{key}: {value!r} is not a valid Python name (keyword)")
+            for key in ("arg_new", "arg_old"):
+                if key in entry:
+                    try:
+                        cst.parse_expression(entry[key])
+                    except cst.ParserSyntaxError:
+                        raise RuleError(f"{where}.{key}: {entry[key]!r} is not a Python expression") from None
+
+
+def builtin_rule_files(pytorch_version: str) -> list[Path]:
+    base = rules_dir()
+    files = sorted(p for p in base.glob("*.json") if p.name != "schema.json")
+    files.append(base / "npu_support" / f"unsupported_{pytorch_version}.json")
+    return files
+
+
+def load_ruleset(
+    user_rules: Iterable[Path] = (),
+    *,
+    specify_device: bool = False,
+    similar: bool = False,
+    pytorch_version: str = DEFAULT_PYTORCH_VERSION,
+    builtin: bool = True,
+) -> RuleSet:
+    """Load built-in and user rules into one RuleSet. User rules win over built-in ones."""
+    if pytorch_version not in PYTORCH_VERSIONS:
+        raise RuleError(f"unknown PyTorch version {pytorch_version!r} (choose from {', '.join(PYTORCH_VERSIONS)})")
+    options = {"specify_device": specify_device, "similar": similar}
+    files = (builtin_rule_files(pytorch_version) if builtin else []) + [Path(p) for p in user_rules]
+    rs = RuleSet()
+    for path in files:
+        data = read_rule_file(path)
+        for kind, entries in data["rules"].items():
+            for i, entry in enumerate(entries):
+                if entry.get("option") and not options[entry["option"]]:
+                    continue
+                _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]"))
+    _add_new_name_aliases(rs)
+    rs.triggers = _triggers(rs)
+    rs.trigger_re = re.compile(b"|".join(re.escape(t) for t in sorted(set(rs.triggers), key=len, reverse=True))) if rs.triggers else None
+    return rs
+
+
+def _index(rs: RuleSet, rule: Rule) -> None:
+    on = rule.get("on", "name")
+    kind = rule.kind
+    if kind == "FuncNameModifyRule":
+        old = rule["old_name"]
+        if on == "method":
+            rs.rename_method[old.rsplit(".", 1)[-1]] = rule
+        elif on == "attribute":
+            rs.rename_attribute[old.rsplit(".", 1)[-1]] = rule
+        elif "." in old:
+            rs.rename_q[old] = rule
+        else:
+            rs.rename_bare[old] = rule
+    elif kind == "ModuleNameModifyRule":
+        rs.module_q[module_old_name(rule)] = rule
+    elif kind == "ArgsModifyRule":
+        name = rule["func_name"]
+        if on == "method":
+            rs.args_method.setdefault(name.rsplit(".", 1)[-1], []).append(rule)
+        elif "." in name:
+            rs.args_q.setdefault(name, []).append(rule)
+        else:
+            rs.args_bare.setdefault(name, []).append(rule)
+    elif kind == "DeviceArgRule":
+        name = rule["func_name"]
+        if on == "method" or "." not in name:
+            rs.device_method[name.rsplit(".", 1)[-1]] = rule
+        else:
+            rs.device_q[name] = rule
+    elif kind == "UnsupportedRule":
+        if on in ("method", "attribute"):
+            rs.unsupported_method[rule["name"].rsplit(".", 1)[-1]] = rule
+        else:
+            rs.unsupported_q[rule["name"]] = rule
+    elif kind == "EnvVarModifyRule":
+        rs.env[rule["old_name"]] = rule
+
+
+def _add_new_name_aliases(rs: RuleSet) -> None:
+    """Argument rules keyed by an old name also apply once the name itself was renamed.
+
+    ``torch.cuda.set_device(x)`` and its rewrite ``torch_npu.npu.set_device(x)`` are the same
+    function; indexing both keeps argument rules idempotent and order-independent.
+    """
+    for table in (rs.args_q, rs.device_q):
+        for name in list(table):
+            found = rs.new_name(name)
+            if found and found[0] not in table:
+                table[found[0]] = table[name]
+
+
+def _triggers(rs: RuleSet) -> tuple[bytes, ...]:
+    """Words one of which must occur in a file for any rule to match there."""
+    words: set[str] = {"cuda", "nccl"}  # device strings, method rules, backend literals
+    for name in [*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q]:
+        # Every component of a qualified name is spelled somewhere in a file that uses it (in
+        # the reference or in the import that binds its prefix), so the longest non-root
+        # component is a sound and selective trigger.
+        parts = name.split(".")
+        words.add(max(parts[1:] or parts, key=len))
+    for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
+                  rs.args_method, rs.unsupported_method, rs.env):
+        words.update(table)
+    # device-argument rules only matter where a cuda device string appears ("cuda" above)
+    return tuple(sorted(w.encode() for w in words))

@@ -1,0 +1,294 @@
+"""Repository conversion: walk the input, convert files in a process pool, write the mirror tree
+and the reports. The parent process alone writes; workers only compute."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import reports
+from .config import Config, RuleOptions
+from .filetypes import FileResult, convert_file, file_kind
+from .rules import RuleSet, load_ruleset
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+# Third-party code is copied, never converted: it is not the user's to migrate.
+VENDOR_MARKERS = ("pyvenv.cfg",)
+VENDOR_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
+
+
+class UsageError(Exception):
+    """A problem with the command line or paths; one line, exit status 2."""
+
+
+@dataclass
+class Entry:
+    rel: str  # "/"-separated path relative to the input root
+    kind: str  # file | link | dir
+    convert: bool = True
+
+
+@dataclass
+class RunSummary:
+    result_dir: Path
+    results: list[FileResult] = field(default_factory=list)
+    copied: int = 0
+    warnings: list[str] = field(default_factory=list)
+    report_names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def changed_files(self) -> int:
+        return sum(1 for r in self.results if r.new is not None)
+
+    @property
+    def failed(self) -> list[FileResult]:
+        return [r for r in self.results if r.error]
+
+
+# --------------------------------------------------------------------------- worker side
+
+_RULES: RuleSet | None = None
+_RULES_KEY: RuleOptions | None = None
+
+
+def rules_for(options: RuleOptions) -> RuleSet:
+    """The process-wide RuleSet for these options, built once per process."""
+    global _RULES, _RULES_KEY
+    if _RULES is None or _RULES_KEY != options:
+        _RULES = load_ruleset(options.user_rules, specify_device=options.specify_device,
+                              similar=options.similar, pytorch_version=options.pytorch_version)
+        _RULES_KEY = options
+    return _RULES
+
+
+def _init_worker(options: RuleOptions) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    rules_for(options)
+
+
+def _work(job: tuple[str, str, RuleOptions, bool]) -> FileResult:
+    rel, abspath, options, prefilter = job
+    try:
+        with open(abspath, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return FileResult(rel, file_kind(rel), error=f"cannot read: {exc.strerror}")
+    return convert_file(rel, data, rules_for(options), prefilter=prefilter)
+
+
+# --------------------------------------------------------------------------- walking
+
+
+def walk(root: Path, warn: Callable[[str], None]) -> Iterator[Entry]:
+    """Every entry below ``root`` in a stable order; symlinks are reported, never followed."""
+
+    def scan(directory: Path, rel: str, vendored: bool) -> Iterator[Entry]:
+        try:
+            with os.scandir(directory) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            warn(f"{rel or '.'}: cannot list folder ({exc.strerror}); skipped")
+            return
+        vendored = vendored or any(i.name in VENDOR_MARKERS for i in items)
+        for item in items:
+            child_rel = f"{rel}/{item.name}" if rel else item.name
+            if item.is_symlink():
+                yield Entry(child_rel, "link", False)
+            elif item.is_dir(follow_symlinks=False):
+                if item.name in SKIP_DIRS:
+                    continue
+                yield Entry(child_rel, "dir", False)
+                yield from scan(Path(item.path), child_rel, vendored or item.name in VENDOR_DIRS)
+            elif item.is_file(follow_symlinks=False):
+                yield Entry(child_rel, "file", not vendored)
+            else:
+                warn(f"{child_rel}: not a regular file (device, socket or pipe); skipped")
+
+    yield from scan(root, "", False)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def check_paths(config: Config) -> tuple[Path, Path]:
+    src = config.input
+    if not src.exists() and not src.is_symlink():
+        raise UsageError(f"input {src} does not exist")
+    if not os.access(src, os.R_OK):
+        raise UsageError(f"input {src} is not readable")
+    src = src.resolve()
+    out = config.output
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"output {out} exists and is not a folder")
+    out_resolved = out.resolve()
+    name = src.stem if src.is_file() else src.name
+    result = out_resolved / f"{name}{config.suffix}"
+    if src.is_dir() and (result == src or src in result.parents):
+        raise UsageError(f"output {result} would be inside the input {src}; choose an output outside it")
+    if src.is_file() and src.suffix.lower() not in (".py", ".ipynb", ".sh", ".bash", ".pyw"):
+        raise UsageError(f"input {src} is not a Python file or a folder")
+    if result.exists() and not config.force:
+        raise UsageError(f"result folder {result} already exists; use --force to replace it")
+    return src, result
+
+
+def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        post_process: Callable[[Path, Path, RunSummary], None] | None = None) -> RunSummary:
+    """Convert ``config.input`` into ``<output>/<name>_msft``; raise UsageError for bad paths.
+
+    The tree is built in a temporary folder beside the result and renamed into place at the end,
+    so an interrupted run never leaves a half-written result folder.
+    """
+    src, result = check_paths(config)
+    config.output.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{result.name}.", suffix=".partial", dir=result.parent))
+    summary = RunSummary(result)
+    user_warn = warn
+
+    def warn(message: str) -> None:
+        summary.warnings.append(message)
+        if user_warn is not None:
+            user_warn(message)
+
+    try:
+        if src.is_file():
+            entries = [Entry(src.name, "file", True)]
+            base = src.parent
+        else:
+            entries = list(walk(src, warn))
+            base = src
+        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn)
+        if post_process is not None:
+            post_process(base, staging, summary)
+        _write_reports(staging, summary, {e.rel for e in entries})
+        if result.exists():
+            old = result.with_name(f".{result.name}.old")
+            if old.exists():
+                shutil.rmtree(old)
+            result.rename(old)
+            staging.rename(result)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(result)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return summary
+
+
+def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
+                  summary: RunSummary, on_progress, warn) -> None:
+    jobs: list[tuple[str, str, RuleOptions, bool]] = []
+    for entry in entries:
+        target = staging / entry.rel
+        source = base / entry.rel
+        if entry.kind == "dir":
+            target.mkdir(exist_ok=True)
+            continue
+        if entry.kind == "link":
+            link = os.readlink(source)
+            os.symlink(link, target)
+            resolved = (source.parent / link).resolve()
+            if not (resolved == base or base in resolved.parents):
+                warn(f"{entry.rel}: symbolic link to {link} (outside the input) copied as a link, not followed")
+            summary.copied += 1
+            continue
+        if entry.convert and file_kind(entry.rel) != "other":
+            jobs.append((entry.rel, str(source), config.rule_options, config.prefilter))
+        else:
+            _copy(source, target, summary, warn, entry.rel)
+
+    total = len(jobs)
+    done = 0
+    if on_progress:
+        on_progress(done, total)
+    for res in _results(config, jobs, rules):
+        source = base / res.path
+        target = staging / res.path
+        if res.new is None:
+            _copy(source, target, summary, warn, res.path)
+        else:
+            target.write_bytes(res.new)
+            _copy_mode(source, target)
+        summary.results.append(res)
+        done += 1
+        if on_progress:
+            on_progress(done, total)
+    summary.results.sort(key=lambda r: r.path)
+
+
+def _results(config: Config, jobs: list, rules: RuleSet) -> Iterator[FileResult]:
+    global _RULES, _RULES_KEY
+    _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
+    if config.jobs <= 1 or len(jobs) < 2:
+        for job in jobs:
+            yield _work(job)
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    ctx = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=_init_worker,
+                             initargs=(config.rule_options,)) as pool:
+        try:
+            yield from pool.map(_work, jobs, chunksize=max(1, min(16, len(jobs) // (config.jobs * 8) or 1)))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _copy(source: Path, target: Path, summary: RunSummary, warn, rel: str) -> None:
+    try:
+        shutil.copy2(source, target, follow_symlinks=False)
+        summary.copied += 1
+    except OSError as exc:
+        warn(f"{rel}: cannot copy ({exc.strerror})")
+        summary.results.append(FileResult(rel, file_kind(rel), error=f"cannot copy: {exc.strerror}"))
+
+
+def _copy_mode(source: Path, target: Path) -> None:
+    try:
+        shutil.copystat(source, target)
+    except OSError:
+        pass
+
+
+def report_name(name: str, taken: set[str]) -> str:
+    """A report's file name that does not collide with a file of the project at the same place."""
+    if name not in taken:
+        return name
+    candidate = f"transplant_{name}"
+    i = 2
+    while candidate in taken:
+        candidate = f"transplant{i}_{name}"
+        i += 1
+    return candidate
+
+
+def _write_reports(staging: Path, summary: RunSummary, taken: set[str]) -> None:
+    names = {n: report_name(n, taken) for n in (reports.CHANGE_LIST, reports.UNSUPPORTED, reports.LOG)}
+    summary.report_names = names
+    reports.write_change_list(staging / names[reports.CHANGE_LIST], summary.results)
+    reports.write_unsupported_xlsx(staging / names[reports.UNSUPPORTED], summary.results)
+    logger = reports.open_log(staging / names[reports.LOG])
+    try:
+        logger.info("transplant run: %d files converted, %d copied", summary.changed_files, summary.copied)
+        for warning in summary.warnings:
+            logger.warning(warning)
+        for res in summary.results:
+            if res.error:
+                logger.error("%s: not converted: %s", res.path, res.error)
+            for r in res.records:
+                level = {"fix": "INFO", "note": "INFO", "warning": "WARNING", "error": "ERROR"}[r.level]
+                logger.log(logging.getLevelName(level), "%s:%d:%d: %s %s", res.path, r.line, r.col, r.code, r.message)
+    finally:
+        reports.close_log(logger)
