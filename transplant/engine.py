@@ -279,6 +279,7 @@ class ImportPlan:
     new_nodes: list[cst.BaseSmallStatement]
     message: str
     names: list[str]  # local names whose binding the rewrite changes
+    needs_npu: bool = True  # the rewrite comes from a built-in rule or names torch_npu
 
 
 class Bindings:
@@ -334,6 +335,7 @@ def analyse_imports(module: cst.Module, rules: RuleSet) -> Bindings:
 
 def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
     changed = False
+    rules_used: list[Rule] = []
     new_aliases = []
     notes = []
     for alias in node.names:
@@ -344,6 +346,7 @@ def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
             found = rules.new_name(qualified)
             if found is not None:
                 new_qualified = found[0]
+                rules_used.append(found[1])
                 b.rewritten[local] = new_qualified
                 alias = alias.with_changes(name=make_dotted(new_qualified))
                 changed = True
@@ -354,7 +357,8 @@ def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
         new_aliases.append(alias)
     if changed:
         b.plans[id(node)] = ImportPlan([node.with_changes(names=new_aliases)], "import " + ", ".join(notes),
-                                       [n for n in b.rewritten if b.original.get(n) and n in _locals(node)])
+                                       [n for n in b.rewritten if b.original.get(n) and n in _locals(node)],
+                                       any(_targets_npu(r) for r in rules_used))
 
 
 def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None:
@@ -363,10 +367,16 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
     module = import_module_name(node.module)
     if isinstance(node.names, cst.ImportStar):
         b.star_modules.append(module)
+        found = rules.new_name(module)
+        if found is not None and found[0] != module:
+            # the module itself has a counterpart: the star import takes its names from there
+            b.plans[id(node)] = ImportPlan([node.with_changes(module=make_dotted(found[0]))],
+                                           f"from-import {module}.* -> {found[0]}.*", [], _targets_npu(found[1]))
         return
     kept: list[cst.ImportAlias] = []
     moved: dict[str, list[cst.ImportAlias]] = {}
     notes = []
+    rules_used: list[Rule] = []
     for alias in node.names:
         name = alias.name.value if isinstance(alias.name, cst.Name) else import_module_name(alias.name)
         local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
@@ -381,6 +391,7 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
         if not new_module:
             kept.append(alias)
             continue
+        rules_used.append(found[1])
         b.rewritten[local] = new_qualified
         notes.append(f"{qualified} -> {new_qualified}")
         if new_name == local:
@@ -402,7 +413,13 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
         else:
             statements.append(cst.ImportFrom(module=make_dotted(new_module), names=_fix_commas(aliases)))
     b.plans[id(node)] = ImportPlan(statements, "from-import " + ", ".join(notes),
-                                   [n for n in _locals(node) if n in b.rewritten])
+                                   [n for n in _locals(node) if n in b.rewritten],
+                                   any(_targets_npu(r) for r in rules_used))
+
+
+def _targets_npu(rule: Rule) -> bool:
+    """Does applying this rename make the file need ``import torch_npu``?"""
+    return not rule.user or "torch_npu" in f"{rule.get('parent_module', '')}.{rule.get('new_name', '')}"
 
 
 def _locals(node: cst.Import | cst.ImportFrom) -> list[str]:
@@ -521,7 +538,7 @@ class Converter(cst.CSTTransformer):
         return self.module.code_for_node(node)
 
     def record(self, anchor: cst.CSTNode, kind: str, message: str, rule: Rule | None, *, api: str = "",
-               new: str = "", level: str = "fix") -> bool:
+               new: str = "", level: str = "fix", needs_npu: bool | None = None) -> bool:
         if id(anchor) in self.excluded:
             return False
         code = CODES[kind]
@@ -532,7 +549,11 @@ class Converter(cst.CSTTransformer):
         self.pending.append(_Pending(anchor, code, level, operation, message,
                                      rule.origin if rule is not None else "builtin", api,
                                      new=new, suggestion=suggestion))
-        if level == "fix" and kind != "env":
+        if needs_npu is None:
+            # Built-in rules target torch_npu; "npu" device strings exist only once torch_npu is
+            # imported. A user rule about another library needs no torch_npu.
+            needs_npu = kind != "env" and (rule is None or not rule.user or kind == "device" or "torch_npu" in new)
+        if level == "fix" and needs_npu:
             self.needs_npu = True
         return True
 
@@ -655,7 +676,7 @@ class Converter(cst.CSTTransformer):
 
     def _spell(self, root: str, new: str) -> str:
         """Spell a new qualified name, through the root's rewritten import when possible."""
-        bound = self.b.rewritten.get(root)
+        bound = self.b.rewritten.get(root) or self.b.original.get(root)
         if bound is not None and (new == bound or new.startswith(bound + ".")):
             return root + new[len(bound):]
         return new
@@ -726,6 +747,8 @@ class Converter(cst.CSTTransformer):
         if device_rule is None and method is not None:
             device_rule = self.rules.device_method.get(method)
         changed |= self._device_args(original_node, args, device_rule, bare)
+        if self.rules.env:
+            changed |= self._env_keywords(original_node, args)
 
         new_func = updated_node.func
         if method is not None:
@@ -746,6 +769,20 @@ class Converter(cst.CSTTransformer):
         if not changed:
             return updated_node
         return updated_node.with_changes(func=new_func, args=args)
+
+    def _env_keywords(self, call: cst.Call, args: list[cst.Arg]) -> bool:
+        """``dict(os.environ, CUDA_VISIBLE_DEVICES="0")``, ``os.environ.update(CUDA_...=...)``."""
+        changed = False
+        for i, arg in enumerate(args):
+            if arg.keyword is None or arg.keyword.value not in self.rules.env:
+                continue
+            old = arg.keyword.value
+            rule = self.rules.env[old]
+            if self.record(call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old,
+                           new=rule["new_name"]):
+                args[i] = arg.with_changes(keyword=cst.Name(rule["new_name"]))
+                changed = True
+        return changed
 
     def _find_arg(self, args: list[cst.Arg], idx: int | None, names: Sequence[str]) -> int | None:
         positional = 0
@@ -779,6 +816,13 @@ class Converter(cst.CSTTransformer):
             if self._code(arg.value).strip() == new_text.strip():
                 return False
             replaced = new_expr
+            old_value, new_value = string_value(arg.value), string_value(new_expr)
+            if old_value is not None and new_value is not None:
+                if old_value == new_value:
+                    return False  # already the new value, in another quote style
+                if isinstance(arg.value, cst.SimpleString) and new_value.isidentifier():
+                    # keep the user's prefix and quote style
+                    replaced = arg.value.with_changes(value=arg.value.prefix + arg.value.quote + new_value + arg.value.quote)
         new_keyword = rule.get("new_arg_name")
         if new_keyword and arg.keyword is None and i != len(args) - 1:
             return False  # cannot turn a positional argument in the middle into a keyword
@@ -904,7 +948,8 @@ class Converter(cst.CSTTransformer):
         new_body: list[cst.BaseSmallStatement] = []
         for (i, plan), small in zip(plans, updated_node.body):
             original_small = original_node.body[i]
-            if plan is not None and self.record(original_small, "import", plan.message, None):
+            if plan is not None and self.record(original_small, "import", plan.message, None,
+                                                needs_npu=plan.needs_npu):
                 new_body.extend(plan.new_nodes)
             else:
                 new_body.append(small)
@@ -932,6 +977,15 @@ class _ImportPruner(cst.CSTTransformer):
         self.replace_torch_cuda = replace_torch_cuda
         self.removed: list[str] = []
 
+    def notes_for(self, node: cst.Import | cst.ImportFrom) -> list[str]:
+        """What pruning does to one import statement (run on the original statements, in order)."""
+        before = len(self.removed)
+        if isinstance(node, cst.Import):
+            self.leave_Import(node, node)
+        else:
+            self.leave_ImportFrom(node, node)
+        return self.removed[before:]
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, (cst.Import, cst.ImportFrom)):
             return False
@@ -945,10 +999,11 @@ class _ImportPruner(cst.CSTTransformer):
             if local is not None and local in self.unused:
                 self.removed.append(f"import {module} as {local}")
                 continue
-            if local is None and self.replace_torch_cuda and module.startswith("torch.cuda"):
+            if local is None and self.replace_torch_cuda and (module == "torch.cuda" or module.startswith("torch.cuda.")):
                 if self.plain_torch:
                     self.removed.append(f"import {module}")
                     continue
+                self.removed.append(f"import {module} -> import torch")
                 alias = alias.with_changes(name=cst.Name("torch"))
                 self.plain_torch = True
             keep.append(alias)
@@ -1002,9 +1057,18 @@ def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
     return index
 
 
-def _insert_imports(module: cst.Module, names: Sequence[str]) -> cst.Module:
+def _insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str | None) -> cst.Module:
+    """Insert ``import NAME`` lines after the converted form of the original anchor statement.
+
+    ``anchor_code`` is the source of the original statement the imports follow (None: at the top).
+    It is usually unchanged by the conversion and found as it is; when it was rewritten (a
+    ``from torch.cuda...`` import, say), the anchor is looked for again in the converted body.
+    """
     body = list(module.body)
-    index = _insertion_index(body)
+    index = 0
+    if anchor_code is not None:
+        found = next((i + 1 for i, stmt in enumerate(body) if module.code_for_node(stmt) == anchor_code), None)
+        index = found if found is not None else _insertion_index(body)
     new_lines = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(make_dotted(n))])]) for n in names]
     return module.with_changes(body=body[:index] + new_lines + body[index:])
 
@@ -1081,25 +1145,25 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
         new_module = new_module.visit(pruner)
         if pruner.removed:
-            removed_from = [n for n in bindings.import_nodes if set(_locals(n)) & unused or (
-                replace_torch_cuda and isinstance(n, cst.Import)
-                and any(a.asname is None and import_module_name(a.name).startswith("torch.cuda") for a in n.names))]
-            pos = node_positions(module, removed_from)
-            for node in removed_from:
+            # the same decisions, replayed on the original statements to place one record on each
+            replay = _ImportPruner(unused, bindings, replace_torch_cuda)
+            notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
+            notes = [(n, found) for n, found in notes if found]
+            pos = node_positions(module, [n for n, _ in notes])
+            for node, found in notes:
                 line = pos.get(id(node), (1, 1, 1, 1))
                 records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
-                                      message="remove import of the old namespace: " + "; ".join(pruner.removed),
+                                      message="remove import of the old namespace: " + "; ".join(found),
                                       rule="builtin", old=_first_line(module.code_for_node(node))))
-    to_import = []
+    to_import = [name for name in sorted(conv.needs_imports) if not _imports_module(bindings, name)]
     if conv.needs_npu and not _imports_module(bindings, "torch_npu"):
-        to_import.append("torch_npu")
-    for name in sorted(conv.needs_imports):
-        if not _imports_module(bindings, name):
-            to_import.append(name)
+        # torch_npu right after torch when both are added
+        to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
     if to_import:
-        new_module = _insert_imports(new_module, to_import)
         line = 1
         index = _insertion_index(module.body)
+        new_module = _insert_imports(new_module, to_import,
+                                     module.code_for_node(module.body[index - 1]) if index > 0 else None)
         if index > 0:
             # the line of the original statement the new imports follow
             anchor = module.body[index - 1]

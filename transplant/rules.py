@@ -35,6 +35,7 @@ class Rule:
     kind: str
     data: dict[str, Any]
     origin: str  # e.g. "device_api.json:FuncNameModifyRule[3]"
+    user: bool = False  # from a -r file rather than the built-in rules
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -60,8 +61,11 @@ class RuleSet:
     unsupported_q: dict[str, Rule] = field(default_factory=dict)
     unsupported_method: dict[str, Rule] = field(default_factory=dict)
     env: dict[str, Rule] = field(default_factory=dict)
-    triggers: tuple[bytes, ...] = ()
+    triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
     trigger_re: "re.Pattern[bytes] | None" = None
+    # qualified rule names: anchor word -> the other words that must also occur as identifiers
+    requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
+    anchor_re: "re.Pattern[bytes] | None" = None
 
     def new_name(self, qualified: str) -> tuple[str, Rule] | None:
         """The new qualified name for ``qualified`` (exact rule, else module prefix rule)."""
@@ -78,8 +82,54 @@ class RuleSet:
         return None
 
     def may_match(self, data: bytes) -> bool:
-        """Cheap byte-level pre-filter: can any rule possibly match in ``data``?"""
-        return self.trigger_re is not None and self.trigger_re.search(data) is not None
+        """Cheap byte-level pre-filter: can any rule possibly match in ``data``?
+
+        False only when no rule can change or report anything in ``data`` (see ``_triggers``):
+        no trigger word occurs anywhere, no qualified rule name has all its parts spelled as
+        identifiers, and nothing could spell a word without its bytes (string escapes, a
+        non-UTF-8 source encoding).
+        """
+        if self.trigger_re is not None and self.trigger_re.search(data) is not None:
+            return True
+        if _may_hide_words(data):
+            return True
+        if self.anchor_re is None or self.anchor_re.search(data) is None:
+            return False
+        words = set(_WORD.findall(data))
+        for anchor in words.intersection(self.requires):
+            if any(rest <= words for rest in self.requires[anchor]):
+                return True
+        return False
+
+
+# Identifier-like runs of a source; non-ASCII bytes belong to words, as in Python identifiers.
+_WORD = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
+# Escapes that can spell an ASCII letter, digit, "_" or ":" in a string literal (Python or JSON):
+# \x63 \u0063 \U00000063 \N{...} \143, and a backslash-newline inside a word ("cu\<newline>da",
+# also as it appears in a notebook's JSON).
+_ESCAPE = re.compile(rb"\\(?:x[3-7]|u00[3-7]|U0000|N\{|[0-7]{2,3}|[\r\n]|\\\\[nr])")
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+_ASCII_SUPERSETS = frozenset({b"utf-8", b"utf8", b"utf_8", b"ascii", b"us-ascii"})
+_IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _may_hide_words(data: bytes) -> bool:
+    """Could ``data`` spell a trigger word without containing its bytes?"""
+    if data.startswith((b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff")):  # UTF-16/32 byte order marks
+        return True
+    if b"coding" in data[:400]:
+        head = b"\n".join(data.split(b"\n", 2)[:2])
+        m = _CODING.search(head)
+        if m is not None and m.group(1).lower().replace(b"_", b"-") not in _ASCII_SUPERSETS:
+            return True
+    if b"\\" not in data:
+        return False
+    for m in _ESCAPE.finditer(data):
+        if data[m.start() + 1] not in b"\r\n\\":
+            return True
+        if m.start() > 0 and data[m.start() - 1] in _IDENT:  # a word continued on the next line
+            return True
+    return False
 
 
 def module_new_name(rule: Rule) -> str:
@@ -128,8 +178,10 @@ def read_rule_file(path: Path) -> dict[str, Any]:
 
 
 def _best_error(errors: list[jsonschema.ValidationError]) -> jsonschema.ValidationError:
-    best = jsonschema.exceptions.best_match(errors)
-    return best if best is not None else errors[0]
+    # A key whose value is invalid also makes it "unevaluated"; report the value, not the key.
+    specific = [e for e in errors if e.validator != "unevaluatedProperties"] or errors
+    best = jsonschema.exceptions.best_match(specific)
+    return best if best is not None else specific[0]
 
 
 def _describe(err: jsonschema.ValidationError) -> str:
@@ -139,6 +191,8 @@ def _describe(err: jsonschema.ValidationError) -> str:
     if err.validator == "unevaluatedProperties":
         return err.message.replace("Unevaluated properties are not allowed", "unknown key(s)")
     if err.validator == "pattern":
+        if err.validator_value.startswith("^[A-Z_]"):
+            return f"{err.instance!r} is not an environment variable name (A-Z, 0-9 and _)"
         return f"{err.instance!r} is not a valid Python name"
     if err.validator == "anyOf" and "required" in str(err.schema):
         return "needs arg_idx or an argument name"
@@ -181,19 +235,24 @@ def load_ruleset(
     if pytorch_version not in PYTORCH_VERSIONS:
         raise RuleError(f"unknown PyTorch version {pytorch_version!r} (choose from {', '.join(PYTORCH_VERSIONS)})")
     options = {"specify_device": specify_device, "similar": similar}
-    files = (builtin_rule_files(pytorch_version) if builtin else []) + [Path(p) for p in user_rules]
+    builtin_files = builtin_rule_files(pytorch_version) if builtin else []
+    files = builtin_files + [Path(p) for p in user_rules]
     rs = RuleSet()
-    for path in files:
+    for number, path in enumerate(files):
         data = read_rule_file(path)
         for kind, entries in data["rules"].items():
             for i, entry in enumerate(entries):
                 if entry.get("option") and not options[entry["option"]]:
                     continue
-                _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]"))
+                _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]", user=number >= len(builtin_files)))
     _add_new_name_aliases(rs)
-    rs.triggers = _triggers(rs)
-    rs.trigger_re = re.compile(b"|".join(re.escape(t) for t in sorted(set(rs.triggers), key=len, reverse=True))) if rs.triggers else None
+    rs.triggers, rs.requires = _triggers(rs)
+    rs.trigger_re = _alternation(rs.triggers)
+    rs.anchor_re = _alternation(rs.requires)
     return rs
+
+
+_SEVERITY = {"note": 0, "warning": 1, "error": 2}
 
 
 def _index(rs: RuleSet, rule: Rule) -> None:
@@ -226,10 +285,13 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         else:
             rs.device_q[name] = rule
     elif kind == "UnsupportedRule":
-        if on in ("method", "attribute"):
-            rs.unsupported_method[rule["name"].rsplit(".", 1)[-1]] = rule
-        else:
-            rs.unsupported_q[rule["name"]] = rule
+        table, key = ((rs.unsupported_method, rule["name"].rsplit(".", 1)[-1]) if on in ("method", "attribute")
+                      else (rs.unsupported_q, rule["name"]))
+        previous = table.get(key)
+        # A built-in "no counterpart" error (with its suggestion) is more specific than the generic
+        # per-version "unsupported" warning loaded after it; user rules always win.
+        if previous is None or rule.user or _SEVERITY[rule.get("level", "warning")] >= _SEVERITY[previous.get("level", "warning")]:
+            table[key] = rule
     elif kind == "EnvVarModifyRule":
         rs.env[rule["old_name"]] = rule
 
@@ -247,17 +309,42 @@ def _add_new_name_aliases(rs: RuleSet) -> None:
                 table[found[0]] = table[name]
 
 
-def _triggers(rs: RuleSet) -> tuple[bytes, ...]:
-    """Words one of which must occur in a file for any rule to match there."""
-    words: set[str] = {"cuda", "nccl"}  # device strings, method rules, backend literals
-    for name in [*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q]:
-        # Every component of a qualified name is spelled somewhere in a file that uses it (in
-        # the reference or in the import that binds its prefix), so the longest non-root
-        # component is a sound and selective trigger.
-        parts = name.split(".")
-        words.add(max(parts[1:] or parts, key=len))
+def _alternation(words: Iterable[bytes]) -> "re.Pattern[bytes] | None":
+    words = sorted(set(words), key=lambda w: (-len(w), w))
+    return re.compile(b"|".join(re.escape(w) for w in words)) if words else None
+
+
+# The engine rewrites CUDA device strings ("cuda", "cuda:0", f"cuda:{i}", ...) wherever they are
+# devices, with or without a rule naming the function (engine.DEVICE_STR and friends).
+DEVICE_WORD = "cuda"
+
+
+def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
+    """What must occur in a source for any rule to change or report something there.
+
+    Returns (words, requires). A rule can match in a file only if one of ``words`` occurs in it
+    as bytes, or if for some qualified name all of its dotted parts occur in it as identifiers
+    (``requires``: one part, the anchor, -> the sets of the other parts that go with it).
+
+    Why this is sound: the engine resolves ``a.b.c`` through the file's imports, so a qualified
+    name matches only where each of its parts is spelled as an identifier, either in the
+    reference or in the import that binds its prefix (``import torch.cuda as tc``). Bare, method
+    and attribute names, and environment variables, are matched as they are spelled. Device-
+    argument rules and generic device keywords act only on strings containing ``cuda``. String
+    values spelled with escapes are the one way to match without the bytes; may_match checks
+    for those separately.
+    """
+    words: set[str] = {DEVICE_WORD}
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
                   rs.args_method, rs.unsupported_method, rs.env):
         words.update(table)
-    # device-argument rules only matter where a cuda device string appears ("cuda" above)
-    return tuple(sorted(w.encode() for w in words))
+    needs: dict[bytes, set[frozenset[bytes]]] = {}
+    for name in {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q}:
+        parts = name.split(".")
+        if any(w in p for p in parts for w in words):
+            continue  # implied: one of its parts contains a word that is searched anyway
+        # anchor: the longest part (rarely the root, which is usually "torch")
+        anchor = max(parts[1:] or parts, key=lambda p: (len(p), p))
+        needs.setdefault(anchor.encode(), set()).add(frozenset(p.encode() for p in parts if p != anchor))
+    requires = {anchor: tuple(sorted(rests, key=sorted)) for anchor, rests in needs.items()}
+    return tuple(sorted(w.encode() for w in words)), requires

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import re
 
-from .engine import CODES, OPERATION, Conversion, Record
+from .engine import CODES, OPERATION, SKIP_FILE, SKIP_LINE, Conversion, Record
 from .rules import RuleSet
 
 
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
     if not rules.env:
         return Conversion(None, [])
+    if any(SKIP_FILE.search(line) for line in data.splitlines()[:30]):  # same comments as Python files
+        return Conversion(None, [])
     names = sorted(rules.env, key=len, reverse=True)
     pattern = re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(re.escape(n.encode()) for n in names) + rb")(?![A-Za-z0-9_])")
     records: list[Record] = []
     out: list[bytes] = []
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        if SKIP_LINE.search(line):
+            out.append(line)
+            continue
         for match in pattern.finditer(line):
             old = match.group(1).decode()
             rule = rules.env[old]

@@ -1,0 +1,116 @@
+"""Every torch_npu name a built-in rule can emit exists in torch_npu 2.14.
+
+The list of public names is ``rules/npu_support/torch_npu_public_names.txt`` (derived from the
+torch_npu 2.14 wheel). Names created by torch_npu's C extension are listed down to their class only
+(``torch_npu.profiler.ProfilerActivity``, not ``...ProfilerActivity.NPU``), so a name also counts as
+present when its longest listed prefix ends in a class (a component that starts upper-case).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+import libcst as cst
+import pytest
+
+from conftest import REPO
+from transplant.engine import dotted_parts
+
+RULES = REPO / "rules"
+NPU_ROOTS = ("torch_npu", "torch.npu")
+SUGGESTED = re.compile(r"\b(?:torch_npu|torch\.npu)(?:\.[A-Za-z_]\w*)+")
+
+
+@lru_cache(maxsize=1)
+def public_names() -> frozenset[str]:
+    text = (RULES / "npu_support" / "torch_npu_public_names.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def exists(name: str, names: frozenset[str]) -> bool:
+    if name in names:
+        return True
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        if ".".join(parts[:i]) in names:
+            return parts[i - 1][:1].isupper()
+    return False
+
+
+def is_npu_name(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in NPU_ROOTS)
+
+
+def names_in_expression(text: str) -> set[str]:
+    """Every maximal dotted name in a Python expression (``a.b.c``, not also ``a.b``)."""
+    found: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            parts = dotted_parts(node)
+            if parts is not None:
+                found.add(".".join(parts))
+                return False
+            return True
+
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    cst.parse_expression(text).visit(Collect())
+    return found
+
+
+def emitted_names() -> list[tuple[str, str]]:
+    """(rule origin, name) for every torch_npu / torch.npu name the built-in rules can write."""
+    out: list[tuple[str, str]] = []
+    for path in sorted(RULES.glob("*.json")):
+        if path.name == "schema.json":
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for kind, entries in data["rules"].items():
+            for i, entry in enumerate(entries):
+                where = f"{path.name}:{kind}[{i}]"
+                candidates: set[str] = set()
+                if kind == "FuncNameModifyRule" and entry.get("on", "name") == "name":
+                    candidates.add(entry["new_name"])
+                elif kind == "ModuleNameModifyRule":
+                    candidates.add(f"{entry['parent_module']}.{entry['new_name']}")
+                elif kind == "ArgsModifyRule":
+                    candidates |= names_in_expression(entry["arg_new"])
+                    candidates |= set(entry.get("imports", []))
+                for text in (entry.get("suggestion", ""), entry.get("message", "")):
+                    candidates |= set(SUGGESTED.findall(text))
+                out += [(where, name) for name in sorted(candidates) if is_npu_name(name)]
+    return out
+
+
+EMITTED = emitted_names()
+
+
+def test_rules_emit_npu_names():
+    # the built-in rules are mostly torch.cuda -> torch_npu.npu renames: hundreds of names
+    assert len(EMITTED) > 150
+    assert any(name == "torch_npu.npu.synchronize" for _, name in EMITTED)
+    assert any(name == "torch_npu.profiler.ProfilerActivity.NPU" for _, name in EMITTED)
+
+
+@pytest.mark.parametrize("origin,name", EMITTED, ids=[f"{o}:{n}" for o, n in EMITTED])
+def test_emitted_name_exists(origin: str, name: str):
+    assert exists(name, public_names()), f"{origin} emits {name}, which torch_npu 2.14 does not have"
+
+
+def test_prefix_rule_accepts_class_members_only():
+    names = frozenset({"torch_npu.profiler", "torch_npu.profiler.ProfilerActivity", "torch_npu.npu"})
+    assert exists("torch_npu.profiler.ProfilerActivity.NPU", names)
+    assert not exists("torch_npu.profiler.no_such_function", names)
+    assert not exists("torch_npu.npu.no_such_function", names)
+    assert not exists("torch_npu.made_up", frozenset())
+
+
+def test_public_names_file_is_in_the_repository():
+    names = public_names()
+    assert len(names) > 3000
+    assert "torch_npu.npu.synchronize" in names
+    assert "torch.npu.synchronize" in names

@@ -1,0 +1,432 @@
+"""File modes for pre-commit hooks and editors: --check, --diff, --in-place and stdin (``-``).
+
+They convert the named files (and the Python files, notebooks and shell scripts below named
+folders) with the same engine and rules as repository mode, but work on the files where they are:
+no result folder and no report files. Diagnostics are rendered by :mod:`transplant.diagnostics`.
+
+Exit status: 0 nothing to do; 1 a change is needed (--check, --diff) or was made (--in-place, stdin),
+or an error/warning finding remains; 2 usage or input errors (missing path, unreadable file, file that
+does not parse). Notes never change the exit status.
+"""
+
+from __future__ import annotations
+
+import difflib
+import multiprocessing
+import os
+import re
+import signal
+import stat
+import sys
+import tempfile
+from argparse import Namespace
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, TextIO
+
+from .config import RuleOptions
+from .diagnostics import Diagnostic, render
+from .engine import CODES, Record
+from .filetypes import FileResult, convert_file, file_kind
+from .runner import SKIP_DIRS, VENDOR_DIRS, VENDOR_MARKERS, rules_for
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+STDIN = "-"
+# convert_file picks the converter from the name's suffix; a file whose kind was found otherwise
+# (shebang, --stdin-filename) is converted under one of these names.
+KIND_NAMES = {"python": "source.py", "notebook": "source.ipynb", "shell": "source.sh"}
+SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".dash", ".csh", ".tcsh")
+SHELLS = frozenset({"sh", "bash", "zsh", "ksh", "mksh", "dash", "ash", "csh", "tcsh"})
+SHEBANG = re.compile(rb"^#!\s*(\S+)(?:[ \t]+(\S+))?")
+POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
+
+
+class FileModeError(Exception):
+    """A usage error of the file modes: one line, exit status 2."""
+
+
+@dataclass
+class Target:
+    display: str  # the path as the user named it (folder + relative path for walked files)
+    path: str  # the file to read and, with --in-place, to replace
+    kind: str  # python | notebook | shell
+
+
+@dataclass
+class Outcome:
+    """One file converted in memory; nothing has been written yet."""
+
+    target: Target
+    old: bytes | None = None  # kept only when the file would change
+    new: bytes | None = None
+    records: list[Record] = field(default_factory=list)  # of the file as it is now
+    remaining: list[Record] = field(default_factory=list)  # findings in the converted file
+    error: str | None = None  # cannot read, or does not parse
+    stamp: tuple[int, int] | None = None  # (size, mtime_ns) when read
+
+    def diagnostics(self, *, after: bool) -> list[Diagnostic]:
+        """Changes and findings of the file as it is (``after=False``), or only the findings
+        left in the converted text, with their positions there (``after=True``)."""
+        if self.new is not None and after:
+            records = self.remaining
+        elif after:
+            records = [r for r in self.records if not r.is_change]
+        else:
+            records = self.records
+        return [Diagnostic.from_record(self.target.display, r) for r in records]
+
+
+# --------------------------------------------------------------------------- finding the files
+
+
+def shebang_kind(head: bytes) -> str | None:
+    """python or shell from a ``#!`` line (``#!/usr/bin/env python3``, ``#!/bin/bash``), else None."""
+    match = SHEBANG.match(head)
+    if not match:
+        return None
+    program = os.path.basename(match.group(1)).decode("ascii", "replace")
+    if program == "env" and match.group(2):
+        program = os.path.basename(match.group(2)).decode("ascii", "replace")
+    if re.fullmatch(r"python[\d.]*", program):
+        return "python"
+    if program in SHELLS:
+        return "shell"
+    return None
+
+
+def detect_kind(name: str, head: bytes) -> str | None:
+    kind = file_kind(name)
+    if kind != "other":
+        return kind
+    if name.lower().endswith(SHELL_SUFFIXES):
+        return "shell"
+    return shebang_kind(head)
+
+
+def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
+    """Relative paths of the Python files, notebooks and shell scripts below ``root``, sorted.
+
+    Same policy as repository mode: .git/.hg/.svn, virtual environments (a ``pyvenv.cfg``),
+    site-packages, dist-packages and __pycache__ are skipped; symbolic links are not followed.
+    """
+
+    def scan(directory: str, rel: str) -> Iterator[str]:
+        try:
+            with os.scandir(directory) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append(f"{directory}: cannot list folder: {exc.strerror}")
+            return
+        if any(item.name in VENDOR_MARKERS for item in items):
+            return
+        for item in items:
+            child = os.path.join(rel, item.name) if rel else item.name
+            if item.is_symlink():
+                continue
+            if item.is_dir(follow_symlinks=False):
+                if item.name not in SKIP_DIRS and item.name not in VENDOR_DIRS:
+                    yield from scan(item.path, child)
+            elif item.is_file(follow_symlinks=False) and file_kind(item.name) != "other":
+                yield child
+
+    yield from scan(root, "")
+
+
+def collect(paths: list[str], errors: list[str]) -> list[Target]:
+    """The files to convert, in the order given, each once; problems go to ``errors``."""
+    targets: list[Target] = []
+    seen: set[str] = set()
+
+    def add(display: str, path: str, kind: str) -> None:
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            targets.append(Target(display, path, kind))
+
+    for path in paths:
+        if not os.path.lexists(path):
+            errors.append(f"{path}: no such file or folder")
+        elif os.path.isdir(path):
+            for rel in walk_sources(path, errors):
+                display = rel if os.path.normpath(path) == "." else os.path.join(path, rel)
+                add(display, os.path.join(path, rel), file_kind(rel))
+        elif os.path.isfile(path):
+            try:
+                with open(path, "rb") as fh:
+                    head = fh.read(256)
+            except OSError as exc:
+                errors.append(f"{path}: cannot read: {exc.strerror}")
+                continue
+            kind = detect_kind(path, head)
+            if kind is None:
+                errors.append(f"{path}: not a Python file, notebook or shell script; not converted")
+            else:
+                add(path, path, kind)
+        else:
+            errors.append(f"{path}: not a regular file or folder")
+    return targets
+
+
+# --------------------------------------------------------------------------- converting
+
+
+def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool, *, after: bool) -> tuple[FileResult, list[Record]]:
+    """Convert ``data`` as ``kind``. With ``after``, also the findings of the converted text, found by
+    converting it again (conversion is idempotent), so that their lines are those of the new text."""
+    rules = rules_for(options)
+    result = convert_file(KIND_NAMES[kind], data, rules, prefilter=prefilter)
+    if result.error and not any(r.code == CODES["syntax"] and r.level == "error" for r in result.records):
+        result.records.append(Record(1, 1, 1, 1, CODES["syntax"], "error", "parse",
+                                     f"not converted: {result.error}", "builtin"))
+    remaining: list[Record] = []
+    if after and result.new is not None:
+        again = convert_file(KIND_NAMES[kind], result.new, rules, prefilter=prefilter)
+        source = again.records if again.error is None else result.records
+        remaining = [r for r in source if not r.is_change]
+    return result, remaining
+
+
+def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcome:
+    target, options, prefilter, after, debug = job
+    outcome = Outcome(target)
+    try:
+        with open(target.path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except OSError as exc:
+        outcome.error = f"cannot read: {exc.strerror}"
+        return outcome
+    outcome.stamp = (st.st_size, st.st_mtime_ns)
+    try:
+        result, outcome.remaining = convert_bytes(data, target.kind, options, prefilter, after=after)
+    except Exception as exc:  # a bug for this file must not stop the others; nothing is written for it
+        if debug:
+            raise
+        outcome.error = f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"
+        return outcome
+    outcome.records = result.records
+    if result.error:
+        outcome.error = f"not converted: {result.error}"
+    elif result.new is not None and result.new != data:
+        outcome.old, outcome.new = data, result.new
+    return outcome
+
+
+def _init_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+
+
+def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool,
+                    after: bool, debug: bool = False) -> list[Outcome]:
+    work = [(t, options, prefilter, after, debug) for t in targets]
+    rules_for(options)  # build once here: forked workers inherit it, and bad -r files fail early
+    if jobs <= 1 or len(work) < POOL_MIN_FILES:
+        return [_convert_target(w) for w in work]
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    workers = min(jobs, len(work))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                             initializer=_init_worker) as pool:
+        return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_atomic(path: str, data: bytes, stamp: tuple[int, int] | None = None) -> None:
+    """Replace the file's content: a temporary file in the same folder, then os.replace.
+
+    The file keeps its permission bits (and owner, where allowed). A symbolic link is written
+    through, not replaced. Raises OSError, and leaves the file alone, when it changed after it
+    was read (``stamp``) or cannot be written.
+    """
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    if stamp is not None and (st.st_size, st.st_mtime_ns) != stamp:
+        raise OSError(0, "file changed while it was being converted; not written", path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".transplant-tmp",
+                               dir=os.path.dirname(real))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        tmp_st = os.stat(tmp)
+        if (tmp_st.st_uid, tmp_st.st_gid) != (st.st_uid, st.st_gid):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # not ours to give away; the content and mode still match
+        os.replace(tmp, real)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def unified_diff(display: str, old: bytes, new: bytes) -> bytes:
+    """A unified diff of two byte strings, usable with ``patch -p0`` and ``git apply -p0``."""
+    name = os.fsencode(display)
+    out: list[bytes] = []
+    for line in difflib.diff_bytes(difflib.unified_diff, old.splitlines(keepends=True),
+                                   new.splitlines(keepends=True), name, name):
+        out.append(line)
+        if not line.endswith((b"\n", b"\r")):
+            out.append(b"\n\\ No newline at end of file\n")
+    return b"".join(out)
+
+
+def _write_bytes(stream: TextIO, data: bytes) -> None:
+    stream.flush()
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "surrogateescape"))
+        stream.flush()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --------------------------------------------------------------------------- the modes
+
+
+def run_file_mode(args: Namespace, options: RuleOptions) -> int:
+    """Entry point from the command line; returns the exit status."""
+    try:
+        paths = [str(p) for p in args.paths]
+        if STDIN in paths:
+            if len(paths) != 1:
+                raise FileModeError("- (standard input) cannot be combined with other paths")
+            if args.in_place:
+                raise FileModeError("--in-place cannot be used with - (standard input); use - alone")
+            return run_stdin(args, options)
+        if args.stdin_filename is not None:
+            raise FileModeError("--stdin-filename is only used with - (standard input)")
+        if not paths:
+            raise FileModeError("no files or folders given")
+        return run_files(args, options, paths)
+    except FileModeError as exc:
+        print(f"transplant: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _exit_status(diagnostics: list[Diagnostic], *, changed: bool, failed: bool) -> int:
+    if failed:
+        return EXIT_ERROR
+    if changed or any(d.counts for d in diagnostics):
+        return EXIT_FOUND
+    return EXIT_OK
+
+
+def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
+    errors: list[str] = []
+    targets = collect(paths, errors)
+    prefilter = not getattr(args, "no_prefilter", False)
+    outcomes = convert_targets(targets, options, jobs=args.jobs, prefilter=prefilter, after=args.in_place,
+                               debug=args.debug)
+    out, err = sys.stdout, sys.stderr
+    quiet = args.quiet
+
+    diagnostics: list[Diagnostic] = []
+    changed: list[Outcome] = []
+    unparsed = 0
+    for outcome in outcomes:
+        display = outcome.target.display
+        if outcome.error and not outcome.records:  # could not read or convert it
+            errors.append(f"{display}: {outcome.error}")
+            continue
+        unparsed += bool(outcome.error)  # reported as a TP900 diagnostic
+        if args.check:
+            diagnostics.extend(outcome.diagnostics(after=False))
+        elif args.diff:
+            diagnostics.extend(d for d in outcome.diagnostics(after=False) if not d.is_change)
+        else:  # --in-place
+            if outcome.new is not None:
+                try:
+                    write_atomic(outcome.target.path, outcome.new, outcome.stamp)
+                except OSError as exc:
+                    errors.append(f"{display}: cannot write: {exc.strerror or exc}")
+                    diagnostics.extend(outcome.diagnostics(after=False))
+                    continue
+                if not quiet:
+                    n = sum(1 for r in outcome.records if r.is_change)
+                    print(f"converted {display} ({_plural(n, 'change')})", file=err)
+            diagnostics.extend(outcome.diagnostics(after=True))
+        if outcome.new is not None:
+            changed.append(outcome)
+
+    status = _exit_status(diagnostics, changed=bool(changed), failed=bool(errors) or unparsed > 0)
+    for message in errors:
+        print(f"transplant: error: {message}", file=err)
+    if args.diff:
+        _write_bytes(out, b"".join(unified_diff(o.target.display, o.old, o.new) for o in changed))
+    report = render(diagnostics, args.format, notifications=errors, exit_code=status)
+    if report:
+        print(report, end="", file=err if args.diff else out, flush=True)
+    if not quiet:
+        print(_summary(args, len(targets), changed, diagnostics, errors, unparsed), file=err)
+    return status
+
+
+def _summary(args: Namespace, total: int, changed: list[Outcome], diagnostics: list[Diagnostic],
+             errors: list[str], unparsed: int) -> str:
+    if total == 0 and not errors:
+        return "transplant: no Python files, notebooks or shell scripts found"
+    parts = [_plural(total, "file") + " checked"]
+    if changed:
+        verb = "converted" if args.in_place else "would be converted"
+        parts.append(f"{_plural(len(changed), 'file')} {verb}")
+    remaining = sum(1 for d in diagnostics if d.level in ("error", "warning"))
+    if remaining:
+        parts.append(f"{_plural(remaining, 'unsupported API use')} to rewrite by hand")
+    if unparsed:
+        parts.append(f"{_plural(unparsed, 'file')} could not be parsed")
+    if len(parts) == 1:
+        parts.append("nothing to convert")
+    if errors:
+        parts.append(_plural(len(errors), "error"))
+    return "transplant: " + "; ".join(parts)
+
+
+def run_stdin(args: Namespace, options: RuleOptions) -> int:
+    """Source on stdin. Plain ``-`` writes the converted source (or the input unchanged when it cannot
+    be converted) to stdout and diagnostics to stderr; ``--check -`` writes only diagnostics to stdout;
+    ``--diff -`` writes the diff to stdout and diagnostics to stderr."""
+    data = sys.stdin.buffer.read()
+    name = str(args.stdin_filename) if args.stdin_filename is not None else STDIN
+    kind = detect_kind(name, data[:256]) or "python"
+    prefilter = not getattr(args, "no_prefilter", False)
+    plain = not (args.check or args.diff)
+    try:
+        result, remaining = convert_bytes(data, kind, options, prefilter, after=True)
+    except BaseException:
+        if plain:
+            _write_bytes(sys.stdout, data)  # an editor that pipes through us keeps its text
+        raise
+    outcome = Outcome(Target(name, name, kind), records=result.records, remaining=remaining)
+    if result.error:
+        outcome.error = f"not converted: {result.error}"
+    elif result.new is not None and result.new != data:
+        outcome.old, outcome.new = data, result.new
+    if args.check:
+        diagnostics = outcome.diagnostics(after=False)
+    elif args.diff:
+        diagnostics = [d for d in outcome.diagnostics(after=False) if not d.is_change]
+    else:
+        diagnostics = outcome.diagnostics(after=True)
+    status = _exit_status(diagnostics, changed=outcome.new is not None, failed=outcome.error is not None)
+    if plain:
+        _write_bytes(sys.stdout, outcome.new if outcome.new is not None else data)
+    elif args.diff and outcome.new is not None:
+        _write_bytes(sys.stdout, unified_diff(name, data, outcome.new))
+    report = render(diagnostics, args.format, exit_code=status)
+    if report:
+        print(report, end="", file=sys.stdout if args.check else sys.stderr, flush=True)
+    return status
