@@ -29,7 +29,8 @@ def _is_uri(value: object) -> bool:
     if not isinstance(value, str):
         return True
     parts = urlsplit(value)
-    return bool(parts.scheme) and (bool(parts.netloc) or parts.scheme == "file" or bool(parts.path)) and " " not in value
+    has_target = bool(parts.netloc) or parts.scheme == "file" or bool(parts.path)
+    return bool(parts.scheme) and has_target and " " not in value
 
 
 @FORMATS.checks("uri-reference")

@@ -26,11 +26,14 @@ SARIF_VERSION = "2.1.0"
 # What each stable code means (README, "Diagnostic codes"), and the SARIF level its results carry.
 # A change that still has to be made is a "warning": the code runs, just not on an NPU.
 RULE_INFO: dict[str, tuple[str, str, str]] = {
-    CODES["rename"]: ("api-renamed", "API renamed (torch.cuda.X -> torch_npu.npu.X, profiler, apex, user rules)", "warning"),
+    CODES["rename"]: ("api-renamed",
+                      "API renamed (torch.cuda.X -> torch_npu.npu.X, profiler, apex, user rules)", "warning"),
     CODES["method"]: ("method-renamed", "Method or attribute renamed on any object (.cuda() -> .npu())", "warning"),
-    CODES["args"]: ("argument-changed", "Argument changed (nccl -> hccl, use_cuda=True, user ArgsModifyRule)", "warning"),
+    CODES["args"]: ("argument-changed",
+                    "Argument changed (nccl -> hccl, use_cuda=True, user ArgsModifyRule)", "warning"),
     CODES["device"]: ("device-string", "Device string cuda -> npu", "warning"),
-    CODES["env"]: ("environment-variable", "Environment variable renamed (CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES)", "warning"),
+    CODES["env"]: ("environment-variable",
+                   "Environment variable renamed (CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES)", "warning"),
     CODES["import"]: ("import", "Import rewritten, added (import torch_npu) or removed", "warning"),
     CODES["no_counterpart"]: ("no-npu-counterpart", "CUDA API with no NPU counterpart", "error"),
     CODES["unsupported"]: ("unsupported-on-npu", "API not supported on NPU for the chosen PyTorch version", "warning"),

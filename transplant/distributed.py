@@ -19,6 +19,7 @@ Everything else keeps its bytes, and converting the result again changes nothing
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,8 @@ from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
-from .engine import Record, SourceError, dotted_parts, import_module_name, is_docstring_stmt, node_positions, parse
+from .engine import (Record, SourceError, dotted_parts, import_module_name, is_docstring_stmt, is_future_import,
+                     node_positions, parse)
 from .filetypes import FileResult
 from .runner import RunSummary, UsageError, report_name
 
@@ -93,6 +95,7 @@ DIST_SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler",
 SET_DEVICE = frozenset({"torch_npu.npu.set_device", "torch.npu.set_device", "torch.cuda.set_device"})
 INIT_PG = "torch.distributed.init_process_group"
 MOVES = frozenset({"npu", "cuda", "to"})
+FIXED_DEVICE = re.compile(r"^(npu|cuda):\d+$")
 MODEL_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval",
                            "modules", "children", "zero_grad"})
 NOT_MODEL_SUFFIXES = ("Loader", "Dataset", "Sampler", "Parser", "Optimizer", "Scheduler", "Scaler", "Writer",
@@ -258,6 +261,12 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def _short(node: cst.CSTNode, limit: int = 60) -> str:
+    """The node's code on one line, cut at ``limit`` characters, for messages."""
+    text = " ".join(_code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _dotted(node: cst.CSTNode) -> str | None:
     parts = dotted_parts(node) if isinstance(node, cst.BaseExpression) else None
     return ".".join(parts) if parts else None
@@ -282,6 +291,7 @@ class Plan:
     records: list[tuple[str, str, str, str]] = field(default_factory=list)
     anchors: dict[str, cst.CSTNode] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    findings: list[tuple[str, str, str]] = field(default_factory=list)  # (code, message, anchor key)
 
     def record(self, kind: str, message: str, start: str, end: str | None = None) -> None:
         self.records.append((CODES[kind], message, start, end or start))
@@ -305,6 +315,7 @@ class Analysis:
         self.module = module
         self.nodes: list[cst.CSTNode] = []
         self.parent: dict[int, cst.CSTNode] = {}
+        self.span: dict[int, tuple[int, int]] = {}  # id -> (index of the node, end of its subtree)
         self._index(module)
         self.imports = self._imports()
         self.functions = {s.name.value: s for s in self._block_statements(module) if isinstance(s, cst.FunctionDef)}
@@ -321,10 +332,11 @@ class Analysis:
 
     def _index(self, module: cst.Module) -> None:
         stack: list[cst.CSTNode] = []
-        nodes, parent = self.nodes, self.parent
+        nodes, parent, span = self.nodes, self.parent, self.span
 
         class Indexer(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
+                span[id(node)] = len(nodes)
                 nodes.append(node)
                 if stack:
                     parent[id(node)] = stack[-1]
@@ -333,8 +345,14 @@ class Analysis:
 
             def on_leave(self, original_node: cst.CSTNode) -> None:
                 stack.pop()
+                span[id(original_node)] = (span[id(original_node)], len(nodes))
 
         module.visit(Indexer())
+
+    def subtree(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The nodes below ``node``, in source order."""
+        start, end = self.span[id(node)]
+        return self.nodes[start + 1:end]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = self.parent.get(id(node))
@@ -468,7 +486,7 @@ class Analysis:
             if isinstance(star, cst.Param):
                 names.add(star.name.value)
         declared_global: set[str] = set()
-        for node in self.nodes:
+        for node in self.subtree(fn):
             if self.function_of(node) is not fn:
                 continue
             if isinstance(node, cst.Global):
@@ -594,6 +612,7 @@ class Converter:
         self.loader_calls: dict[int, LoaderInfo] = {}
         self.edit_sites: list[cst.CSTNode] = []  # statements whose edits need the process group
         self.taken_names = {n.value for n in self.a.nodes if isinstance(n, cst.Name)}
+        self.taken_attrs: dict[int, set[str]] = {}
         self._n = 0
 
     def key(self) -> str:
@@ -601,15 +620,19 @@ class Converter:
         return f"a{self._n}"
 
     def unique(self, wanted: str, attr_class: cst.ClassDef | None = None) -> str:
-        taken = self.taken_names
-        if attr_class is not None:
-            taken = {n.attr.value for n in self.a.nodes if isinstance(n, cst.Attribute)
-                     and self.a.under(n, attr_class) or isinstance(n, cst.Attribute) and self.a.class_of(n) is attr_class}
+        """``wanted``, or ``wanted2``, ``wanted3``... when the file already uses that name (for
+        attributes of ``self``: when the class already uses that attribute)."""
+        if attr_class is None:
+            taken = self.taken_names
+        else:
+            taken = self.taken_attrs.setdefault(id(attr_class), {
+                n.attr.value for n in self.a.nodes
+                if isinstance(n, cst.Attribute) and self.a.class_of(n) is attr_class})
         name, i = wanted, 2
         while name in taken:
             name = f"{wanted}{i}"
             i += 1
-        self.taken_names.add(name)
+        taken.add(name)
         return name
 
     # ---- driver
@@ -622,6 +645,7 @@ class Converter:
         self.saves()
         self.prints(epoch_loops)
         self.set_devices()
+        self.fixed_devices()
         self.setup()
         return self.plan
 
@@ -693,7 +717,7 @@ class Converter:
         simple_dataset = isinstance(dataset.value, (cst.Name, cst.Attribute)) and dotted_parts(dataset.value)
         if inline and not simple_dataset:
             self.plan.warnings.append(
-                f"DataLoader over {_code(dataset.value)} is built inside an expression; no DistributedSampler added")
+                f"DataLoader over {_short(dataset.value)} is built inside an expression; no DistributedSampler added")
             return
         shuffle_code = _code(shuffle.value) if shuffle is not None else "False"
         new_before: list[cst.BaseStatement] = []
@@ -707,7 +731,8 @@ class Converter:
             if not simple_dataset:
                 hoisted_dataset = self.unique(f"{prefix}_dataset" if prefix else "dataset", cls)
                 dataset_code = f"self.{hoisted_dataset}" if cls is not None else hoisted_dataset
-                new_before.append(_stmt(f"{dataset_code} = {_code(dataset.value)}\n"))
+                new_before.append(cst.SimpleStatementLine([cst.Assign(
+                    [cst.AssignTarget(cst.parse_expression(dataset_code))], dataset.value)]))
             name = self.unique(f"{prefix}_sampler" if prefix else "sampler", cls)
             sampler_code = f"self.{name}" if cls is not None else name
             sampler_stmt = _stmt(f"{sampler_code} = torch.utils.data.distributed.DistributedSampler(\n"
@@ -725,7 +750,7 @@ class Converter:
             self.plan.anchors[anchor_key] = _anchor_of(sampler_stmt)
             shuffled = f" (shuffle={shuffle_code} moves into the sampler)" if shuffle is not None else ""
             self.plan.record("sampler", f"DistributedSampler {sampler_code} for the DataLoader over "
-                                        f"{_code(dataset.value)}{shuffled}", anchor_key)
+                                        f"{_short(dataset.value)}{shuffled}", anchor_key)
         else:
             sampler_code = None
             sampler_expr = cst.parse_expression(
@@ -760,6 +785,8 @@ class Converter:
                 last = args[-1]
                 if isinstance(last.comma, cst.Comma):  # trailing comma: keep the layout
                     new = sampler_arg.with_changes(comma=last.comma)
+                    if len(args) > 1 and isinstance(args[-2].comma, cst.Comma):
+                        args[-1] = last.with_changes(comma=args[-2].comma)
                 else:
                     args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                     new = sampler_arg
@@ -770,7 +797,7 @@ class Converter:
         self.plan.replace[id(call)] = rewrite
         if inline:
             self.edit_sites.append(call)
-            self.plan.record("sampler", f"DistributedSampler for the DataLoader over {_code(dataset.value)}", arg_key)
+            self.plan.record("sampler", f"DistributedSampler for the DataLoader over {_short(dataset.value)}", arg_key)
         self._register(call, owner, LoaderInfo(True, sampler_code, sampler_key))
 
     def _between(self, node: cst.CSTNode, top: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -817,13 +844,24 @@ class Converter:
         return None
 
     def _returns(self, fn: cst.FunctionDef) -> list[LoaderInfo | None]:
-        for node in self.a.nodes:
+        for node in self.a.subtree(fn):
             if isinstance(node, cst.Return) and node.value is not None and self.a.function_of(node) is fn:
                 value = node.value
                 elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
                 infos = [self.loader_of(e, node) for e in elements]
                 if any(infos):
                     return infos
+        return []
+
+    def _value_infos(self, value: cst.BaseExpression, at: cst.CSTNode) -> list[LoaderInfo | None]:
+        """Loader information for the value(s) an expression gives: a call of a function that
+        returns loaders, or a variable holding one."""
+        if isinstance(value, cst.Call) and id(value) not in self.loader_calls:
+            fn = self._callee(value)
+            return self._returns(fn) if fn is not None else []
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            info = self.loader_of(value, at)
+            return [info] if info else []
         return []
 
     def propagate_loaders(self) -> None:
@@ -833,19 +871,24 @@ class Converter:
             for node in self.a.nodes:
                 if isinstance(node, cst.Assign) and len(node.targets) == 1:
                     target = node.targets[0].target
-                    if isinstance(node.value, cst.Call) and (fn := self._callee(node.value)) is not None:
-                        infos = self._returns(fn)
-                        leaves = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-                        if len(leaves) == len(infos):
-                            for leaf, info in zip(leaves, infos):
-                                key = self.a.key_of(leaf, node) if info else None
-                                if key is not None:
-                                    self.loaders.setdefault(key, LoaderInfo(info.distributed))
-                    elif isinstance(node.value, (cst.Name, cst.Attribute)):
-                        info = self.loader_of(node.value, node)
-                        key = self.a.key_of(target, node) if info else None
-                        if key is not None:
-                            self.loaders.setdefault(key, info)
+                    leaves = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+                    values = [e.value for e in node.value.elements] if isinstance(
+                        node.value, (cst.Tuple, cst.List)) and len(leaves) > 1 else [node.value]
+                    if len(values) == 1 and len(leaves) > 1:
+                        infos = self._value_infos(values[0], node)
+                    elif len(values) == len(leaves):
+                        infos = []
+                        for v in values:
+                            found = self._value_infos(v, node)
+                            infos.append(found[0] if len(found) == 1 else None)
+                    else:
+                        infos = []
+                    if len(infos) == len(leaves):
+                        for leaf, info in zip(leaves, infos):
+                            key = self.a.key_of(leaf, node) if info else None
+                            if key is not None:
+                                self.loaders.setdefault(key, info if isinstance(node.value, (cst.Name, cst.Attribute))
+                                                        else LoaderInfo(info.distributed))
                 elif isinstance(node, cst.Call) and (fn := self._callee(node)) is not None:
                     params = [p for p in fn.params.params if not (p.name.value == "self" and self.a.class_of(fn))]
                     by_name = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
@@ -883,7 +926,7 @@ class Converter:
                 continue
             refs: list[tuple[str, cst.CSTNode]] = []
             existing = set()
-            for node in self.a.nodes:
+            for node in self.a.subtree(loop.body):
                 if not self.a.under(node, loop.body):
                     continue
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "set_epoch":
@@ -925,7 +968,8 @@ class Converter:
 
     def _uses_loader(self, loop: cst.For) -> bool:
         return any(isinstance(n, (cst.Name, cst.Attribute)) and self.a.under(n, loop.body)
-                   and (info := self.loader_of(n, n)) is not None and info.distributed for n in self.a.nodes)
+                   and (info := self.loader_of(n, n)) is not None and info.distributed
+                   for n in self.a.subtree(loop.body))
 
     def _receiver(self, ref: cst.CSTNode, info: LoaderInfo, loop: cst.For) -> str:
         """``train_sampler`` when the loader's sampler variable is visible in the loop, else
@@ -971,11 +1015,20 @@ class Converter:
             self.plan.after.setdefault(id(stmt), []).append(wrap)
         self.edit_sites.append(stmt)
         self.plan.record("ddp", f"wrap {t} in DistributedDataParallel on this process's NPU", k)
-        # a DDP-wrapped model takes and gives state dicts with "module." keys: load into the inner model
+        # a DDP-wrapped model takes and gives state dicts with "module." keys: load into the inner
+        # model wherever the wrapped one may be seen (after the wrap, or in functions that do not
+        # build a model of their own)
+        wrap_scope = a.function_of(stmt) or a.module
+        order = {id(n): i for i, n in enumerate(a.nodes)}
+        building = {id(a.function_of(s) or a.module) for s in a.target_sites}
         for call in a.nodes:
             if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                     and call.func.attr.value == "load_state_dict" and a.is_target(call.func.value)
                     and not a.in_helpers(call)):
+                scope = a.function_of(call) or a.module
+                if scope is wrap_scope and order[id(call)] < order[id(stmt)] or (
+                        scope is not wrap_scope and id(scope) in building):
+                    continue
                 lk = self.key()
 
                 def unwrap(updated: cst.Call, lk=lk) -> cst.Call:
@@ -1019,7 +1072,7 @@ class Converter:
                   and a.is_target(node.value.func.value)):
                 found.append(node)
             elif isinstance(node, cst.Return) and node.value is not None and any(
-                    a.is_target(n) and a.under(n, node) for n in a.nodes if isinstance(n, (cst.Name, cst.Attribute))):
+                    a.is_target(n) for n in a.subtree(node)):
                 found.append(node)
                 break
             elif isinstance(node, (cst.For, cst.While)) and found:
@@ -1073,8 +1126,9 @@ class Converter:
             if not call.args or a.in_helpers(call):
                 continue
             obj = call.args[0].value
-            refs = [n for n in a.nodes if isinstance(n, (cst.Name, cst.Attribute)) and a.is_target(n)
-                    and (n is obj or a.under(n, call.args[0]) or self._inside(n, obj))]
+            refs = [n for n in [obj, *a.subtree(obj)] if a.is_target(n) and not (
+                    isinstance(a.parent.get(id(n)), cst.Attribute) and a.parent[id(n)].value is n
+                    and a.is_target(a.parent[id(n)]))]
             if not refs:
                 continue
             unwrap_refs = [r for r in refs if not self._unwrapped(r)]
@@ -1104,9 +1158,6 @@ class Converter:
 
         plan.replace[id(line)] = self._chain(plan.replace.get(id(line)), guard)
         return k
-
-    def _inside(self, node: cst.CSTNode, top: cst.CSTNode) -> bool:
-        return any(a is top for a in self.a.ancestors(node))
 
     def _unwrapped(self, ref: cst.CSTNode) -> bool:
         parent = self.a.parent.get(id(ref))
@@ -1140,6 +1191,21 @@ class Converter:
                 continue
             self.plan.record("device", "set_device only for a single process: when distributed, each process "
                                        "uses the NPU the launcher gave it", self._guard_line(line, "npu_world_size() == 1"))
+
+    def fixed_devices(self) -> None:
+        """Report device strings with a fixed index ("npu:0"): every process would use that NPU."""
+        a = self.a
+        for node in a.nodes:
+            if isinstance(node, cst.SimpleString) and not a.in_helpers(node):
+                try:
+                    value = node.evaluated_value
+                except Exception:  # malformed escapes
+                    continue
+                if isinstance(value, str) and FIXED_DEVICE.match(value):
+                    k = self.key()
+                    self.plan.replace[id(node)] = self._chain(self.plan.replace.get(id(node)), self._anchoring(k))
+                    self.plan.findings.append((CODES["device"], f"fixed device {value!r}: every process would use "
+                                               "this NPU; use 'npu' (the NPU the set-up selected for the process)", k))
 
     # ---- process-group set-up
 
@@ -1189,20 +1255,24 @@ class Converter:
             break
         # imports the helpers and the edits need
         missing = [m for m in ("os", "torch", "torch_npu") if not a.imports_plain(m)]
-        if missing:
-            index = header_end
-            for i, stmt in enumerate(module_body[:header_end]):
-                if isinstance(stmt, cst.SimpleStatementLine) and any(
-                        isinstance(s, cst.Import) and any(import_module_name(al.name).split(".")[0] in ("torch", "torch_npu")
-                                                          for al in s.names) for s in stmt.body):
-                    index = i + 1
-                    break
-            new = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name(m))])]) for m in missing]
-            self._insert_module(index, new, module_body)
-            for m, stmt in zip(missing, new):
-                k = self.key()
-                plan.anchors[k] = _anchor_of(stmt)
-                plan.record("setup", f"add import {m} (used by the distributed set-up)", k)
+        imports = [i for i, stmt in enumerate(module_body[:header_end])
+                   if not is_docstring_stmt(stmt) and not is_future_import(stmt)]
+        torch_at = next((i for i in imports if any(
+            isinstance(s, cst.Import) and any(import_module_name(al.name).split(".")[0] in ("torch", "torch_npu")
+                                              for al in s.names) for s in module_body[i].body)), None)
+        for m in missing:
+            # os with the first imports, torch_npu after import torch, torch at the end of the imports
+            if m == "os":
+                index = imports[0] if imports else header_end
+            elif m == "torch_npu" and torch_at is not None:
+                index = torch_at + 1
+            else:
+                index = header_end
+            stmt = cst.SimpleStatementLine([cst.Import([cst.ImportAlias(cst.Name(m))])])
+            self._insert_module(index, [stmt], module_body)
+            k = self.key()
+            plan.anchors[k] = _anchor_of(stmt)
+            plan.record("setup", f"add import {m} (used by the distributed set-up)", k)
         if not has_helpers:
             helpers = list(cst.parse_module(HELPERS).body)
             blank = [cst.EmptyLine(), cst.EmptyLine()]
@@ -1242,6 +1312,16 @@ class Converter:
         else:
             plan.before.setdefault(id(node), []).insert(0, call)
         plan.record("setup", f"call {SETUP_FUNCTION}() at the start of the entry point", k)
+
+    def _anchoring(self, key: str) -> Callable[[cst.CSTNode], cst.CSTNode]:
+        """A replacement that changes nothing but remembers the node of the new tree."""
+        anchors = self.plan.anchors
+
+        def remember(updated: cst.CSTNode) -> cst.CSTNode:
+            anchors[key] = updated
+            return updated
+
+        return remember
 
     @staticmethod
     def _chain(first, second):
@@ -1346,6 +1426,10 @@ def convert_distributed(module: cst.Module, target: str) -> tuple[cst.Module, li
         first = positions.get(id(plan.anchors.get(start)), (1, 1, 1, 1))
         last = positions.get(id(plan.anchors.get(end)), first)
         records.append(Record(first[0], first[1], last[2], last[3], code, "fix", OPERATION, message, RULE))
+    for code, message, key in plan.findings:
+        where = positions.get(id(plan.anchors.get(key)), (1, 1, 1, 1))
+        records.append(Record(*where, code, "warning", OPERATION, message, RULE,
+                              suggestion="use the current NPU ('npu') or torch_npu.npu.current_device()"))
     return new_module, records, plan.warnings
 
 

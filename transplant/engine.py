@@ -7,6 +7,7 @@ and only then computes line numbers, for the nodes that were touched.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -467,9 +468,13 @@ class _LineTracker(CodegenState):
             text = "".join(self.tokens[self._done:])
             self._done = len(self.tokens)
             newlines = text.count("\n")
+            last = text.rfind("\n")
+            if "\r" in text:  # "\r\n" and lone "\r" line endings
+                newlines += text.count("\r") - text.count("\r\n")
+                last = max(last, text.rfind("\r"))
             if newlines:
                 self._line += newlines
-                self._col = len(text) - text.rfind("\n") - 1
+                self._col = len(text) - last - 1
             else:
                 self._col += len(text)
         return self._line, self._col
@@ -1028,15 +1033,49 @@ class _ImportPruner(cst.CSTTransformer):
             return updated_node
         return updated_node.with_changes(names=_fix_commas(keep))
 
+    # A statement line whose imports were all removed becomes a placeholder here and is dropped by
+    # its block, which hands the comments above it to the next statement (or to its footer).
+
     def leave_SimpleStatementLine(self, original_node, updated_node):
         if not updated_node.body:
-            return cst.RemoveFromParent()
+            return updated_node.with_changes(body=[cst.Expr(cst.Name(_REMOVED))])
         return updated_node
 
     def leave_IndentedBlock(self, original_node, updated_node):
-        if not updated_node.body:
-            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        return updated_node
+        body, footer = _drop_empty_lines(updated_node.body, updated_node.footer)
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=footer)]
+            footer = []
+        return updated_node.with_changes(body=body, footer=footer)
+
+    def leave_Module(self, original_node, updated_node):
+        body, footer = _drop_empty_lines(updated_node.body, updated_node.footer)
+        return updated_node.with_changes(body=body, footer=footer)
+
+
+_REMOVED = "__transplant_removed_import__"
+
+
+def _is_removed(stmt: cst.BaseStatement) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.Name) and stmt.body[0].value.value == _REMOVED)
+
+
+def _drop_empty_lines(body: Sequence[cst.BaseStatement], footer: Sequence[cst.EmptyLine]):
+    if not any(_is_removed(s) for s in body):
+        return list(body), list(footer)
+    out: list[cst.BaseStatement] = []
+    carry: list[cst.EmptyLine] = []
+    for stmt in body:
+        if _is_removed(stmt):
+            if any(line.comment is not None for line in stmt.leading_lines):
+                carry += stmt.leading_lines  # keep the comments (and their spacing)
+            continue
+        if carry:
+            stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
+            carry = []
+        out.append(stmt)
+    return out, [*carry, *footer]
 
 
 def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
@@ -1080,6 +1119,14 @@ def parse(source: bytes) -> cst.Module:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
+        # CPython places syntax errors precisely (libcst often points at the next token); ask it
+        try:
+            compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as err:
+            if err.lineno:
+                raise SourceError(f"syntax error: {err.msg}", err.lineno, err.offset or 1) from None
+        except (ValueError, RecursionError, MemoryError):
+            pass
         raise SourceError(f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1) from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise SourceError(f"cannot decode source: {exc}") from None
@@ -1103,8 +1150,11 @@ def convert(source: bytes, rules: RuleSet) -> Conversion:
     for _attempt in range(3):
         result, hit = _convert_once(module, rules, excluded, skip)
         if not hit:
-            return result
+            break
         excluded |= hit
+    if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
+        # libcst drops a final lone "\r" (old Mac line endings); put it back
+        result.new += b"\r"
     return result
 
 
@@ -1139,22 +1189,7 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     if not any(r.is_change for r in records):
         return Conversion(None, sorted(records, key=_order)), set()
 
-    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
-    replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
-    if unused or replace_torch_cuda:
-        pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
-        new_module = new_module.visit(pruner)
-        if pruner.removed:
-            # the same decisions, replayed on the original statements to place one record on each
-            replay = _ImportPruner(unused, bindings, replace_torch_cuda)
-            notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
-            notes = [(n, found) for n, found in notes if found]
-            pos = node_positions(module, [n for n, _ in notes])
-            for node, found in notes:
-                line = pos.get(id(node), (1, 1, 1, 1))
-                records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
-                                      message="remove import of the old namespace: " + "; ".join(found),
-                                      rule="builtin", old=_first_line(module.code_for_node(node))))
+    # imports are added before pruning, so an anchor statement that pruning removes is still there
     to_import = [name for name in sorted(conv.needs_imports) if not _imports_module(bindings, name)]
     if conv.needs_npu and not _imports_module(bindings, "torch_npu"):
         # torch_npu right after torch when both are added
@@ -1173,6 +1208,22 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         for name in to_import:
             records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
                                   f"add import {name}", "builtin", api=name, new=f"import {name}"))
+    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
+    replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
+    if unused or replace_torch_cuda:
+        pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
+        new_module = new_module.visit(pruner)
+        if pruner.removed:
+            # the same decisions, replayed on the original statements to place one record on each
+            replay = _ImportPruner(unused, bindings, replace_torch_cuda)
+            notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
+            notes = [(n, found) for n, found in notes if found]
+            pos = node_positions(module, [n for n, _ in notes])
+            for node, found in notes:
+                line = pos.get(id(node), (1, 1, 1, 1))
+                records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
+                                      message="remove import of the old namespace: " + "; ".join(found),
+                                      rule="builtin", old=_first_line(module.code_for_node(node))))
     new_bytes = new_module.bytes
     if new_bytes == module.bytes:
         return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()

@@ -22,7 +22,6 @@ import tempfile
 from argparse import Namespace
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator, TextIO
 
 from .config import RuleOptions
@@ -62,7 +61,7 @@ class Outcome:
     new: bytes | None = None
     records: list[Record] = field(default_factory=list)  # of the file as it is now
     remaining: list[Record] = field(default_factory=list)  # findings in the converted file
-    error: str | None = None  # cannot read, or does not parse
+    error: str | None = None  # cannot read, does not parse, or the converter failed
     stamp: tuple[int, int] | None = None  # (size, mtime_ns) when read
 
     def diagnostics(self, *, after: bool) -> list[Diagnostic]:
@@ -171,7 +170,8 @@ def collect(paths: list[str], errors: list[str]) -> list[Target]:
 # --------------------------------------------------------------------------- converting
 
 
-def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool, *, after: bool) -> tuple[FileResult, list[Record]]:
+def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool, *,
+                  after: bool) -> tuple[FileResult, list[Record]]:
     """Convert ``data`` as ``kind``. With ``after``, also the findings of the converted text, found by
     converting it again (conversion is idempotent), so that their lines are those of the new text."""
     rules = rules_for(options)
@@ -383,7 +383,7 @@ def _summary(args: Namespace, total: int, changed: list[Outcome], diagnostics: l
     if changed:
         verb = "converted" if args.in_place else "would be converted"
         parts.append(f"{_plural(len(changed), 'file')} {verb}")
-    remaining = sum(1 for d in diagnostics if d.level in ("error", "warning"))
+    remaining = sum(1 for d in diagnostics if d.level in ("error", "warning") and d.code != CODES["syntax"])
     if remaining:
         parts.append(f"{_plural(remaining, 'unsupported API use')} to rewrite by hand")
     if unparsed:

@@ -1,8 +1,11 @@
 """Jupyter notebooks: code cells go through the Python engine; everything else is kept.
 
-Lines that are IPython syntax rather than Python (``%magic``, ``!shell``, ``?help``) are masked with
-a comment of the same length while the cell is converted and put back afterwards. A cell that still
-does not parse (``%%bash`` cells, say) is left as it is and reported.
+The code cells are converted together, as one program, because they share one namespace (``import
+torch`` in one cell, ``torch.cuda`` in the next). Lines that are IPython syntax rather than Python
+(``%magic``, ``!shell``, ``?help``) are masked with a comment of the same length while the cells are
+converted and put back afterwards. A cell that still does not parse is converted on its own (and
+reported as not converted); ``%%bash`` cells, ``!cmd`` and ``%env`` lines get the shell-script
+treatment (environment variables). The file keeps its JSON layout (indent, escapes, final newline).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 
 from .engine import CODES, Conversion, Record, SourceError, convert
 from .rules import RuleSet
+from .shell import convert_shell
 
 MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
 
@@ -43,43 +47,173 @@ def _unmask(source: str, masked: dict[int, str]) -> str:
     return "\n".join(out)
 
 
-def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
-    try:
-        nb = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SourceError(f"not a valid notebook (JSON): {exc}") from None
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise SourceError("not a valid notebook: no 'cells' list")
+SHELL_LINE = re.compile(r"^\s*(!|%env\b|%set_env\b|%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
+SHELL_CELL = re.compile(r"^\s*(%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
+
+
+def _shell_lines(text: str, number: int, rules: RuleSet) -> tuple[str, list[Record]]:
+    """Environment variables in shell lines (``!cmd``, ``%env``) and ``%%bash`` cells."""
+    lines = text.splitlines(keepends=True)
+    whole = bool(lines) and SHELL_CELL.match(lines[0]) is not None
     records: list[Record] = []
-    changed = False
+    for i, line in enumerate(lines):
+        if not (whole and i > 0) and not SHELL_LINE.match(line):
+            continue
+        conv = convert_shell(line.encode("utf-8"), rules)
+        for r in conv.records:
+            r.line = r.end_line = i + 1
+            r.message = f"cell {number}: {r.message}"
+            records.append(r)
+        if conv.new is not None:
+            lines[i] = conv.new.decode("utf-8")
+    return "".join(lines), records
+
+
+CELL_MARK = "__transplant_cell__({})"
+_CELL_MARK = re.compile(r"^__transplant_cell__\((\d+)\)$")
+
+
+def _json_style(text: str) -> tuple[int | None, bool, bool]:
+    """(indent, ensure_ascii, trailing newline) of a notebook file, so a rewrite keeps its layout."""
+    match = re.search(r"\n([ \t]*)\S", text)
+    indent = len(match.group(1)) if match else None
+    ensure_ascii = text.isascii() and "\\u" in text
+    return indent, ensure_ascii, text.endswith("\n")
+
+
+def _code_cells(nb: dict) -> list[tuple[int, dict, str]]:
+    """(1-based cell number, cell, source text) of the code cells that are Python."""
+    out = []
     for index, cell in enumerate(nb["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        as_list = isinstance(source, list)
-        text = "".join(source) if as_list else str(source)
+        text = "".join(source) if isinstance(source, list) else str(source)
         if text.lstrip().startswith("%%"):
             continue  # cell magic: the whole cell is not Python
+        out.append((index, cell, text))
+    return out
+
+
+def _convert_together(cells: list[tuple[int, dict, str]], rules: RuleSet):
+    """Convert all code cells as one program (they share one namespace: an import in one cell
+    binds names used in the next). Returns ({cell number: new text or None}, records), or the
+    number of a cell that does not parse."""
+    parts: list[str] = []
+    masks: dict[int, dict[int, str]] = {}
+    for number, _cell, text in cells:
+        masked, masks[number] = _mask(text)
+        parts.append(CELL_MARK.format(number) + "\n" + masked + ("" if masked.endswith("\n") else "\n"))
+    combined = "".join(parts)
+    # records: combined line -> (cell, line in cell)
+    starts: list[tuple[int, int]] = []  # (line of the marker, cell number)
+    line = 1
+    for (number, _cell, _text), part in zip(cells, parts):
+        starts.append((line, number))
+        line += part.count("\n")
+    try:
+        conv = convert(combined.encode("utf-8"), rules)
+    except SourceError as exc:
+        # the cell the error is in: it is converted on its own (and reported), the rest together
+        mark_line, number = next((start for start in reversed(starts) if start[0] < exc.line), starts[0])
+        return number
+    records = []
+    for r in conv.records:
+        # the cell whose marker is the last one above the record (an import added at the very top
+        # belongs to the first cell)
+        mark_line, number = next((start for start in reversed(starts) if start[0] < r.line), (r.line - 1, starts[0][1]))
+        span = r.end_line - r.line
+        r.line -= mark_line
+        r.end_line = r.line + span
+        r.message = f"cell {number}: {r.message}"
+        records.append(r)
+    if conv.new is None:
+        return {}, records
+    new_texts: dict[int, str] = {}
+    current: int | None = None
+    chunks: dict[int, list[str]] = {}
+    prefix: list[str] = []  # lines the engine put before the first cell (added imports)
+    for piece in conv.new.decode("utf-8").splitlines(keepends=True):
+        match = _CELL_MARK.match(piece.rstrip("\r\n"))
+        if match:
+            current = int(match.group(1))
+            chunks[current] = prefix if not chunks else []
+            prefix = []
+            continue
+        (chunks[current] if current is not None else prefix).append(piece)
+    for number, _cell, text in cells:
+        new_text = _unmask("".join(chunks.get(number, [])), masks[number])
+        if not text.endswith("\n") and new_text.endswith("\n"):
+            new_text = new_text[:-1]
+        new_texts[number] = new_text if new_text != text else None
+    return new_texts, records
+
+
+def _convert_each(cells: list[tuple[int, dict, str]], rules: RuleSet):
+    """Cell by cell, for notebooks whose cells do not parse together."""
+    new_texts: dict[int, str | None] = {}
+    records: list[Record] = []
+    for number, _cell, text in cells:
         masked_text, masked = _mask(text)
         try:
             conv = convert(masked_text.encode("utf-8"), rules)
         except SourceError as exc:
             records.append(Record(exc.line, exc.col, exc.line, exc.col, CODES["syntax"], "note", "parse",
-                                  f"cell {index}: not converted: {exc}", "builtin"))
+                                  f"cell {number}: not converted: {exc}", "builtin"))
             continue
         for r in conv.records:
-            r.message = f"cell {index}: {r.message}"
+            r.message = f"cell {number}: {r.message}"
         records.extend(conv.records)
-        if conv.new is None:
+        if conv.new is not None:
+            new_texts[number] = _unmask(conv.new.decode("utf-8"), masked)
+    return new_texts, records
+
+
+def _record_order(r: Record) -> tuple[int, int, int]:
+    match = re.match(r"cell (\d+): ", r.message)
+    return (int(match.group(1)) if match else 0, r.line, r.col)
+
+
+def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
+    try:
+        text = data.decode("utf-8-sig")
+        nb = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SourceError(f"not a valid notebook (JSON): {exc}") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise SourceError("not a valid notebook: no 'cells' list")
+    cells = _code_cells(nb)
+    apart: list[tuple[int, dict, str]] = []
+    together = _convert_together(cells, rules) if cells else ({}, [])
+    while isinstance(together, int):
+        apart += [c for c in cells if c[0] == together]
+        cells = [c for c in cells if c[0] != together]
+        together = _convert_together(cells, rules) if cells else ({}, [])
+    new_texts, records = together
+    if apart:
+        apart_texts, apart_records = _convert_each(apart, rules)
+        new_texts.update(apart_texts)
+        records += apart_records
+    changed = False
+    for number, cell in enumerate(nb["cells"], start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        new_text = _unmask(conv.new.decode("utf-8"), masked)
+        new_text = new_texts.get(number)
+        if rules.env:
+            source = cell.get("source", "")
+            text_now = new_text if new_text is not None else ("".join(source) if isinstance(source, list) else str(source))
+            shell_text, shell_records = _shell_lines(text_now, number, rules)
+            if shell_records:
+                records.extend(shell_records)
+                new_text = shell_text
+        if new_text is None:
+            continue
         changed = True
-        if as_list:
-            parts = new_text.splitlines(keepends=True)
-            cell["source"] = parts
-        else:
-            cell["source"] = new_text
+        cell["source"] = new_text.splitlines(keepends=True) if isinstance(cell.get("source"), list) else new_text
+    records.sort(key=_record_order)
     if not changed:
         return Conversion(None, records)
-    out = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-    return Conversion(out.encode("utf-8"), records)
+    indent, ensure_ascii, newline = _json_style(text)
+    out = json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii) + ("\n" if newline else "")
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    return Conversion(bom + out.encode("utf-8"), records)

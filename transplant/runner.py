@@ -3,13 +3,15 @@ and the reports. The parent process alone writes; workers only compute."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -38,6 +40,9 @@ class Entry:
 
 @dataclass
 class RunSummary:
+    """What a run did. ``results[i].new`` is emptied (b"") once written to the result folder;
+    ``new is not None`` still tells a converted file."""
+
     result_dir: Path
     results: list[FileResult] = field(default_factory=list)
     copied: int = 0
@@ -74,6 +79,34 @@ def _init_worker(options: RuleOptions) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     rules_for(options)
+    _tune_gc()
+
+
+def _tune_gc() -> None:
+    """Syntax trees are large, acyclic once built and short-lived: collect cycles less often,
+    and never scan the long-lived objects (modules, rules) that exist before the work starts."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
+def _work_chunk(jobs: list[tuple[str, str, RuleOptions, bool]]) -> list[FileResult]:
+    return [_work(job) for job in jobs]
+
+
+def _screen(job: tuple[str, str, RuleOptions, bool], rules: RuleSet) -> FileResult | None:
+    """The result of a file the pre-filter skips, settled in the parent without a worker; None
+    when the file needs a worker (or cannot be read: the worker reports that)."""
+    rel, abspath, _options, prefilter = job
+    if not prefilter:
+        return None
+    try:
+        with open(abspath, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if rules.may_match(data):
+        return None
+    return FileResult(rel, file_kind(rel), skipped=True)  # as convert_file(..., prefilter=True)
 
 
 def _work(job: tuple[str, str, RuleOptions, bool]) -> FileResult:
@@ -221,6 +254,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
         else:
             target.write_bytes(res.new)
             _copy_mode(source, target)
+            res.new = b""  # written: memory holds the files in flight, not every converted file
         summary.results.append(res)
         done += 1
         if on_progress:
@@ -232,18 +266,71 @@ def _results(config: Config, jobs: list, rules: RuleSet) -> Iterator[FileResult]
     global _RULES, _RULES_KEY
     _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
     if config.jobs <= 1 or len(jobs) < 2:
-        for job in jobs:
-            yield _work(job)
+        thresholds = gc.get_threshold()
+        gc.set_threshold(50_000, 20, 100)
+        try:
+            for job in jobs:
+                yield _work(job)
+        finally:
+            gc.set_threshold(*thresholds)
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
     ctx = multiprocessing.get_context(method)
+    # Results come back in job order (deterministic warnings and progress), streamed: at most
+    # `window` chunks are in flight, so memory holds a few files at a time, not the repository.
+    # Files the pre-filter skips are settled here, in order, without a round trip to a worker.
+    chunk = max(1, min(4, len(jobs) // (config.jobs * 16)))
+    window = config.jobs * 4
     with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=_init_worker,
                              initargs=(config.rule_options,)) as pool:
         try:
-            yield from pool.map(_work, jobs, chunksize=max(1, min(16, len(jobs) // (config.jobs * 8) or 1)))
+            yield from _ordered(pool, jobs, rules, chunk, window)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+def _ordered(pool: ProcessPoolExecutor, jobs: list, rules: RuleSet, chunk: int, window: int) -> Iterator[FileResult]:
+    pending: deque[Future | list[FileResult]] = deque()
+    in_flight = 0
+    batch: list = []
+
+    def submit() -> None:
+        nonlocal in_flight, batch
+        pending.append(pool.submit(_work_chunk, batch))
+        in_flight += 1
+        batch = []
+
+    def ready(block: bool) -> Iterator[FileResult]:
+        nonlocal in_flight
+        while pending:
+            head = pending[0]
+            if isinstance(head, list):
+                pending.popleft()
+                yield from head
+                continue
+            if not block and not head.done():
+                return
+            pending.popleft()
+            in_flight -= 1
+            yield from head.result()
+            block = False
+
+    for job in jobs:
+        settled = _screen(job, rules)
+        if settled is None:
+            batch.append(job)
+            if len(batch) >= chunk:
+                submit()
+        else:
+            if batch:
+                submit()
+            pending.append([settled])
+        yield from ready(block=in_flight >= window)
+    if batch:
+        submit()
+    while pending:
+        yield from ready(block=True)
 
 
 def _copy(source: Path, target: Path, summary: RunSummary, warn, rel: str) -> None:

@@ -1,0 +1,503 @@
+"""Distributed mode: `transplant -i P -o O distributed -m P/train.py [-t model]`."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import stat
+import subprocess
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from transplant import distributed
+from transplant.cli import main as cli_main
+from transplant.distributed import HELPERS, LAUNCH_SCRIPT, convert_source, launch_script
+
+FIXTURES = Path(__file__).parent / "fixtures" / "distributed"
+
+# case -> (input given to -i, entry file relative to the input, -t, entry file relative to the result)
+CASES = {
+    "single": ("input/train.py", "", "model", "train.py"),  # -i is the file itself
+    "multifile": ("input/proj", "train.py", "model", "train.py"),
+    "trainer": ("input/proj", "train.py", "model", "train.py"),  # self.model found for -t model
+    "script": ("input/proj", "run.py", "net", "run.py"),
+    "branches": ("input/proj", "main.py", "model", "main.py"),
+}
+
+
+def run_cli(args: list[str]) -> int:
+    return cli_main(["-q", "-j", "1", *map(str, args)])
+
+
+def convert_case(case: str, out: Path, source_root: Path | None = None) -> Path:
+    given, entry, target, _ = CASES[case]
+    src = (source_root or FIXTURES / case) / given
+    main = src if not entry else src / entry
+    assert run_cli(["-i", src, "-o", out, "distributed", "-m", main, "-t", target]) == 0
+    (result,) = [p for p in out.iterdir() if p.name.endswith("_msft_multi")]
+    return result
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("dist")
+    return {case: convert_case(case, out / case) for case in CASES}
+
+
+# --------------------------------------------------------------------------- expected trees
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_entry_file_and_launch_script_match_expected_bytes(case, results):
+    result = results[case]
+    entry = CASES[case][3]
+    expected = FIXTURES / case / "expected"
+    assert (result / entry).read_bytes() == (expected / entry).read_bytes()
+    assert (result / LAUNCH_SCRIPT).read_bytes() == (expected / LAUNCH_SCRIPT).read_bytes()
+    assert stat.S_IMODE((result / LAUNCH_SCRIPT).stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_result_compiles_and_keeps_other_files(case, results, tmp_path):
+    result = results[case]
+    entry = CASES[case][3]
+    compile((result / entry).read_bytes(), entry, "exec")
+    # every other file is what a plain (non-distributed) conversion writes
+    given = FIXTURES / case / CASES[case][0]
+    assert run_cli(["-i", given, "-o", tmp_path]) == 0
+    (plain,) = [p for p in tmp_path.iterdir() if p.name.endswith("_msft")]
+    skip = {entry, LAUNCH_SCRIPT, "change_list.csv", "unsupported_op.xlsx", "msFmkTranspltlog.txt"}
+    for path in plain.rglob("*"):
+        rel = path.relative_to(plain).as_posix()
+        if path.is_file() and rel not in skip:
+            assert (result / rel).read_bytes() == path.read_bytes(), rel
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_change_list_has_distributed_rows(case, results):
+    result = results[case]
+    entry = CASES[case][3]
+    with open(result / "change_list.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    dist = [r for r in rows if r["Operation Type"] == "distributed"]
+    assert {r["File"] for r in dist} == {entry}
+    codes = {r["Code"] for r in dist}
+    assert {"TP301", "TP302", "TP303", "TP304", "TP305"} <= codes
+    lines = (result / entry).read_text().splitlines()
+    for r in dist:  # the line of each row is the line of the result file that shows the change
+        line = lines[int(r["Start Line"]) - 1]
+        if r["Code"] == "TP302":
+            assert "DistributedSampler" in line or "sampler=" in line
+        elif r["Code"] == "TP303":
+            assert ".set_epoch(" in line
+        elif r["Message"].startswith("wrap "):
+            assert "is_initialized" in line
+
+
+def test_multi_file_project_changes_only_the_entry_file(results):
+    result = results["multifile"]
+    for rel in ("data.py", "models/resnet.py", "models/__init__.py"):
+        assert "npu_rank" not in (result / rel).read_text()
+    text = (result / "train.py").read_text()
+    # two loaders, both sharded, both re-seeded each epoch inside fit()
+    assert text.count("DistributedSampler(") == 2
+    assert "train_loader.sampler.set_epoch(epoch)" in text and "val_loader.sampler.set_epoch(epoch)" in text
+    # the model from build_model() is wrapped once, in main(), after it was moved
+    assert text.count("DistributedDataParallel(model") == 1
+    log = next(p for p in result.iterdir() if p.name.endswith("msFmkTranspltlog.txt")).read_text()
+    assert "TP306 fixed device 'npu:0'" in log
+
+
+# --------------------------------------------------------------------------- idempotence
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_running_on_own_output_changes_nothing(case, results, tmp_path):
+    first = results[case]
+    given, _entry, target, entry = CASES[case]
+    src = first / entry if given.endswith(".py") else first
+    if given.endswith(".py"):  # single-file input: convert the result file alone
+        single = tmp_path / "in"
+        single.mkdir()
+        shutil.copy(first / entry, single / entry)
+        src = single / entry
+    assert run_cli(["-i", src, "-o", tmp_path / "again", "distributed", "-m",
+                    src if src.is_file() else src / entry, "-t", target]) == 0
+    (second,) = list((tmp_path / "again").iterdir())
+    assert (second / entry).read_bytes() == (first / entry).read_bytes()
+    assert (second / LAUNCH_SCRIPT).read_bytes() == (first / LAUNCH_SCRIPT).read_bytes()
+
+
+def test_convert_source_is_idempotent_on_expected_files():
+    for case, (_given, _entry, target, entry) in CASES.items():
+        data = (FIXTURES / case / "expected" / entry).read_bytes()
+        assert convert_source(data, target) == data, case
+
+
+# --------------------------------------------------------------------------- launch script
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_launch_script_is_valid_bash(case):
+    script = FIXTURES / case / "expected" / LAUNCH_SCRIPT
+    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_launch_script_passes_shellcheck(tmp_path):
+    for entry in ("train.py", "src/my app/train.py"):
+        script = tmp_path / LAUNCH_SCRIPT
+        script.write_text(launch_script(entry))
+        proc = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout
+
+
+def fake_python(bin_dir: Path, fail_rank: str | None = None) -> None:
+    """A python3 that prints its arguments and launcher variables (and fails on one rank)."""
+    bin_dir.mkdir()
+    fail = f'[ "$RANK" = "{fail_rank}" ] && exit 3' if fail_rank is not None else ""
+    (bin_dir / "python3").write_text(textwrap.dedent(f"""\
+        #!/usr/bin/env bash
+        echo "args=$* cwd=$PWD"
+        for v in DEVICE_ID RANK_ID RANK_SIZE RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT HCCL_WHITELIST_DISABLE; do
+            echo "$v=${{!v}}"
+        done
+        {fail}
+        exit 0
+        """))
+    (bin_dir / "python3").chmod(0o755)
+
+
+def run_launcher(root: Path, bin_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
+    return subprocess.run(["bash", str(root / LAUNCH_SCRIPT), "--epochs", "3"], capture_output=True, text=True,
+                          env=full, cwd="/", timeout=30)
+
+
+def test_launch_script_starts_one_process_per_npu(tmp_path):
+    root = tmp_path / "result"
+    root.mkdir()
+    (root / LAUNCH_SCRIPT).write_text(launch_script("src/train.py"))
+    fake_python(tmp_path / "bin")
+    proc = run_launcher(root, tmp_path / "bin", NPUS="4, 6", MASTER_PORT="29611")
+    assert proc.returncode == 0, proc.stderr
+    logs = sorted((root / "logs").iterdir())
+    assert [p.name for p in logs] == ["rank_0.log", "rank_1.log"]
+    for rank, device in ((0, 4), (1, 6)):
+        text = (root / "logs" / f"rank_{rank}.log").read_text()
+        assert f"args=src/train.py --epochs 3 cwd={root}" in text
+        for line in (f"DEVICE_ID={device}", f"RANK_ID={rank}", "RANK_SIZE=2", f"RANK={rank}", "WORLD_SIZE=2",
+                     f"LOCAL_RANK={rank}", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29611", "HCCL_WHITELIST_DISABLE=1"):
+            assert line in text.splitlines(), (rank, line)
+
+
+def test_launch_script_fails_when_a_process_fails(tmp_path):
+    root = tmp_path / "result"
+    root.mkdir()
+    (root / LAUNCH_SCRIPT).write_text(launch_script("train.py"))
+    fake_python(tmp_path / "bin", fail_rank="1")
+    proc = run_launcher(root, tmp_path / "bin", NPUS="0,1,2")
+    assert proc.returncode == 1
+    assert "rank 1 failed" in proc.stderr and "rank 0 failed" not in proc.stderr
+    assert len(list((root / "logs").iterdir())) == 3
+
+
+def test_launch_script_rejects_bad_npu_list(tmp_path):
+    root = tmp_path / "result"
+    root.mkdir()
+    (root / LAUNCH_SCRIPT).write_text(launch_script("train.py"))
+    fake_python(tmp_path / "bin")
+    proc = run_launcher(root, tmp_path / "bin", NPUS="0,x")
+    assert proc.returncode == 2 and "NPUS" in proc.stderr
+    assert not (root / "logs").exists()
+
+
+# --------------------------------------------------------------------------- the inserted set-up
+
+
+class FakeDist:
+    def __init__(self):
+        self.calls = []
+        self.initialized = False
+
+    def is_initialized(self):
+        return self.initialized
+
+    def init_process_group(self, **kwargs):
+        self.calls.append(kwargs)
+        self.initialized = True
+
+    def get_rank(self):
+        return self.calls[-1]["rank"]
+
+    def get_world_size(self):
+        return self.calls[-1]["world_size"]
+
+
+def helpers_with(env: dict[str, str]):
+    dist = FakeDist()
+    devices = []
+    torch = types.SimpleNamespace(distributed=dist, nn=types.SimpleNamespace(
+        parallel=types.SimpleNamespace(DistributedDataParallel=type("DDP", (), {}))))
+    torch_npu = types.SimpleNamespace(npu=types.SimpleNamespace(set_device=devices.append))
+    fake_os = types.SimpleNamespace(environ=dict(env))
+    namespace = {"os": fake_os, "torch": torch, "torch_npu": torch_npu}
+    exec(compile(HELPERS, "helpers", "exec"), namespace)
+    namespace["init_distributed_npu"]()
+    return namespace, dist, devices, fake_os.environ
+
+
+def test_setup_leaves_a_single_process_alone():
+    for env in ({}, {"RANK_ID": "0", "RANK_SIZE": "1", "DEVICE_ID": "3"}, {"RANK": "0", "WORLD_SIZE": "1"}):
+        ns, dist, devices, _ = helpers_with(env)
+        assert dist.calls == [] and devices == []
+        assert ns["npu_rank"]() == 0 and ns["npu_world_size"]() == 1
+
+
+def test_setup_from_the_launch_script_variables():
+    ns, dist, devices, environ = helpers_with({"RANK_ID": "1", "RANK_SIZE": "4", "DEVICE_ID": "5", "LOCAL_RANK": "1"})
+    assert dist.calls == [{"backend": "hccl", "rank": 1, "world_size": 4}]
+    assert devices == [5]  # DEVICE_ID is the NPU, LOCAL_RANK only the process index
+    assert environ["MASTER_ADDR"] == "127.0.0.1" and environ["MASTER_PORT"] == "29500"
+    assert ns["npu_rank"]() == 1 and ns["npu_world_size"]() == 4
+    plain = object()
+    assert ns["npu_unwrap"](plain) is plain
+
+
+def test_setup_from_torchrun_variables():
+    _ns, dist, devices, environ = helpers_with({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3",
+                                                "MASTER_ADDR": "10.0.0.2", "MASTER_PORT": "1234"})
+    assert dist.calls == [{"backend": "hccl", "rank": 3, "world_size": 8}]
+    assert devices == [3]
+    assert environ["MASTER_ADDR"] == "10.0.0.2" and environ["MASTER_PORT"] == "1234"
+
+
+# --------------------------------------------------------------------------- conversion details
+
+
+def convert(code: str, target: str = "model") -> str:
+    return convert_source(textwrap.dedent(code).encode(), target).decode()
+
+
+LOOP = """
+for epoch in range(3):
+    for x in {loader}:
+        model(x)
+"""
+
+
+def test_dataloader_spellings_are_recognised():
+    for imports, call in (
+        ("from torch.utils.data import DataLoader as DL", "DL"),
+        ("import torch.utils.data", "torch.utils.data.DataLoader"),
+        ("import torch.utils.data as tud", "tud.DataLoader"),
+        ("from torch.utils import data", "data.DataLoader"),
+    ):
+        out = convert(f"import torch\n{imports}\nmodel = torch.nn.Linear(2, 2)\n"
+                      f"loader = {call}(ds, batch_size=2, shuffle=True)\n" + LOOP.format(loader="loader"))
+        assert f"loader = {call}(ds, batch_size=2, sampler=sampler)" in out, imports
+        assert "DistributedSampler(\n    ds, num_replicas=npu_world_size(), rank=npu_rank(), shuffle=True)" in out
+        assert "    sampler.set_epoch(epoch)\n" in out
+
+
+def test_look_alike_dataloaders_and_existing_samplers_are_left_alone():
+    src = textwrap.dedent("""\
+        import torch
+        import mylib
+        from torch.utils.data import DataLoader
+        model = torch.nn.Linear(2, 2)
+        a = mylib.DataLoader(ds, shuffle=True)
+        b = DataLoader(ds, sampler=my_sampler)
+        c = DataLoader(ds, batch_sampler=batches)
+        """)
+    out = convert(src)
+    assert out.count("DistributedSampler") == 0
+    assert "a = mylib.DataLoader(ds, shuffle=True)\n" in out
+    assert "b = DataLoader(ds, sampler=my_sampler)\n" in out and "c = DataLoader(ds, batch_sampler=batches)\n" in out
+
+
+def test_shuffle_never_stays_beside_the_sampler():
+    out = convert("""\
+        import torch
+        from torch.utils.data import DataLoader
+        model = torch.nn.Linear(2, 2)
+        plain = DataLoader(ds)
+        off = DataLoader(ds, 4, False)
+        on = DataLoader(ds, shuffle=True, sampler=None)
+        """)
+    assert "plain = DataLoader(ds, sampler=plain_sampler)" in out
+    assert "off = DataLoader(ds, 4, sampler=off_sampler)" in out
+    assert "on = DataLoader(ds, sampler=on_sampler)" in out
+    assert out.count("rank=npu_rank(), shuffle=False)") == 2 and out.count("rank=npu_rank(), shuffle=True)") == 1
+    loaders = [line for line in out.splitlines() if "DataLoader(" in line]
+    assert len(loaders) == 3 and not any("shuffle" in line for line in loaders)
+
+
+def test_existing_ddp_is_not_wrapped_again():
+    src = """\
+        import torch
+        model = torch.nn.Linear(2, 2)
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        """
+    assert convert(src).count("DistributedDataParallel(model") == 1
+
+
+def test_epoch_loop_in_a_function_with_the_loader_as_parameter():
+    out = convert("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def train_epoch(model, batches):
+            for x in batches:
+                model(x)
+
+        def fit(model, loader, epochs):
+            for epoch in range(epochs):
+                train_epoch(model, loader)
+
+        def main():
+            model = torch.nn.Linear(2, 2).npu()
+            fit(model, DataLoader(ds, shuffle=True), 3)
+
+        if __name__ == "__main__":
+            main()
+        """)
+    assert "        loader.sampler.set_epoch(epoch)\n        train_epoch(model, loader)" in out
+    assert "DataLoader(ds, sampler=sampler)" in out
+    assert "def main():\n    init_distributed_npu()\n" in out
+
+
+def test_setup_goes_into_the_main_block_when_it_calls_no_single_function():
+    out = convert("""\
+        import torch
+
+        def build():
+            return torch.nn.Linear(2, 2)
+
+        if __name__ == "__main__":
+            model = build()
+            torch.save(model, "m.pt")
+        """)
+    assert 'if __name__ == "__main__":\n    init_distributed_npu()\n    model = build()\n' in out
+    assert "    if npu_rank() == 0:\n        torch.save(npu_unwrap(model), \"m.pt\")\n" in out
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.fixture()
+def project(tmp_path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            pass
+
+        def main():
+            net = Net().cuda()
+            head = nn.Linear(3, 3)
+            scaler = torch.cuda.amp.GradScaler()
+            x = torch.randn(3).cuda()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        """))
+    (root / "notes.txt").write_text("hello\n")
+    (root / "pkg").mkdir()
+    return root
+
+
+def check_usage_error(capsys, out: Path, args: list, *needles: str) -> str:
+    assert run_cli(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("transplant: error: distributed"), err
+    for needle in needles:
+        assert needle in err, err
+    assert not out.exists() or not any(out.iterdir())
+    return err
+
+
+def test_missing_entry_file(project, tmp_path, capsys):
+    out = tmp_path / "out"
+    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "nope.py"],
+                      "nope.py", "does not exist")
+
+
+def test_entry_file_outside_the_input(project, tmp_path, capsys):
+    outside = tmp_path / "other.py"
+    outside.write_text("model = 1\n")
+    out = tmp_path / "out"
+    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", outside], "not inside")
+
+
+def test_entry_file_that_is_not_python(project, tmp_path, capsys):
+    out = tmp_path / "out"
+    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "notes.txt"],
+                      "not a Python (.py) file")
+    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "pkg"],
+                      "not a Python (.py) file")
+
+
+def test_entry_file_that_does_not_parse(project, tmp_path, capsys):
+    (project / "broken.py").write_text("def f(:\n")
+    out = tmp_path / "out"
+    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "broken.py"],
+                      "broken.py", "syntax error")
+
+
+def test_missing_target_lists_candidates(project, tmp_path, capsys):
+    out = tmp_path / "out"
+    err = check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "train.py"],
+                            "'model' is never assigned in train.py", "candidate model variables: net, head", "-t")
+    assert "scaler" not in err and "optimizer" not in err and " x" not in err
+
+
+def test_missing_target_without_candidates(project, tmp_path, capsys):
+    (project / "train.py").write_text("print('hello')\n")
+    out = tmp_path / "out"
+    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"],
+                      "'net' is never assigned", "none found")
+
+
+def test_entry_relative_to_the_input_folder_and_chosen_target(project, tmp_path):
+    out = tmp_path / "out"
+    assert run_cli(["-i", project, "-o", out, "distributed", "-m", "train.py", "-t", "net"]) == 0
+    text = (out / "proj_msft_multi" / "train.py").read_text()
+    assert "    net = Net().npu()\n    if torch.distributed.is_initialized():\n        net = torch.nn.parallel" in text
+    assert (out / "proj_msft_multi" / LAUNCH_SCRIPT).exists()
+
+
+def test_entry_without_engine_changes_gets_a_change_record(tmp_path):
+    root = tmp_path / "cpu"
+    root.mkdir()
+    (root / "train.py").write_text("import torch\nmodel = torch.nn.Linear(1, 1)\n")
+    out = tmp_path / "out"
+    assert run_cli(["-i", root, "-o", out, "distributed", "-m", root / "train.py"]) == 0
+    with open(out / "cpu_msft_multi" / "change_list.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["File"] == "train.py"]
+    assert {r["Code"] for r in rows} >= {"TP301", "TP304"}
+    text = (out / "cpu_msft_multi" / "train.py").read_text()
+    assert text.startswith("import os\nimport torch\nimport torch_npu\n")
+
+
+def test_project_launch_script_of_its_own_is_kept(project, tmp_path):
+    (project / LAUNCH_SCRIPT).write_text("echo mine\n")
+    out = tmp_path / "out"
+    assert run_cli(["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"]) == 0
+    result = out / "proj_msft_multi"
+    assert (result / LAUNCH_SCRIPT).read_text() == "echo mine\n"
+    assert "python3 train.py" in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
+
+
+def test_prepare_rejects_entry_through_a_symlink(project, tmp_path):
+    link = project / "link.py"
+    link.symlink_to(project / "train.py")
+    config = types.SimpleNamespace(input=project, distributed_main=link, distributed_target="net")
+    with pytest.raises(distributed.UsageError, match="symbolic link"):
+        distributed.prepare_distributed(config)

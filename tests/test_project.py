@@ -1,0 +1,249 @@
+"""Repository mode end to end: the example project, notebooks, shell scripts and the reports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from conftest import FIXTURES, REPO
+from transplant import cli
+
+EXAMPLE = REPO / "examples" / "mnist_cuda"
+EXPECTED = FIXTURES / "projects" / "mnist_cuda_msft"
+REPORTS = {"change_list.csv", "unsupported_op.xlsx", "msFmkTranspltlog.txt"}
+CSV_START = "File,Start Line,End Line,Operation Type,Message"
+
+
+def convert_project(src: Path, out: Path, *extra: str) -> Path:
+    code = cli.main(["-i", str(src), "-o", str(out), "-j", "1", "-q", *extra])
+    assert code == 0
+    result = out / f"{src.name}_msft"
+    assert result.is_dir()
+    return result
+
+
+def tree(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def read_change_list(result: Path) -> tuple[str, list[dict[str, str]]]:
+    text = (result / "change_list.csv").read_text(encoding="utf-8")
+    return text.splitlines()[0], list(csv.DictReader(io.StringIO(text)))
+
+
+def without_rule_index(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The Rule column names file, kind and index; the index moves when a rule file is regenerated."""
+    return [{**row, "Rule": re.sub(r"\[\d+\]$", "", row["Rule"])} for row in rows]
+
+
+@pytest.fixture(scope="module")
+def example_result(tmp_path_factory) -> Path:
+    return convert_project(EXAMPLE, tmp_path_factory.mktemp("example"))
+
+
+def test_example_tree_matches_expected_byte_for_byte(example_result: Path):
+    assert tree(example_result) == tree(EXPECTED) | {"unsupported_op.xlsx", "msFmkTranspltlog.txt"}
+    for name in sorted(tree(EXPECTED) - REPORTS):
+        assert (example_result / name).read_bytes() == (EXPECTED / name).read_bytes(), name
+    # files without anything to convert are copied as they are, modes included
+    assert (example_result / "README.md").read_bytes() == (EXAMPLE / "README.md").read_bytes()
+    assert os.stat(example_result / "scripts" / "run.sh").st_mode == os.stat(EXAMPLE / "scripts" / "run.sh").st_mode
+
+
+def test_example_change_list(example_result: Path):
+    header, rows = read_change_list(example_result)
+    assert header.startswith(CSV_START)
+    assert header == CSV_START + ",Rule,Code"
+    _, expected = read_change_list(EXPECTED)
+    assert without_rule_index(rows) == without_rule_index(expected)
+    by_file = {}
+    for row in rows:
+        by_file.setdefault(row["File"], []).append(row)
+    assert sorted(by_file) == ["scripts/run.sh", "train.py", "utils.py"]
+    assert [(r["Start Line"], r["Code"]) for r in by_file["scripts/run.sh"]] == [("2", "TP105")]
+    assert {"TP101", "TP102", "TP104", "TP106"} <= {r["Code"] for r in by_file["train.py"]}
+    assert all(int(r["Start Line"]) <= int(r["End Line"]) for r in rows)
+
+
+def test_example_unsupported_workbook(example_result: Path):
+    wb = openpyxl.load_workbook(example_result / "unsupported_op.xlsx")
+    assert wb.sheetnames == ["Unsupported", "API counts", "Summary"]
+    headers = {
+        "Unsupported": ("File", "Line", "Column", "API", "Level", "Message", "Suggestion"),
+        "API counts": ("API", "Level", "Occurrences", "Files"),
+        "Summary": ("File", "Converted references", "Unsupported references", "Conversion rate", "Error"),
+    }
+    for name, header in headers.items():
+        ws = wb[name]
+        assert tuple(c.value for c in ws[1]) == header
+        assert ws.freeze_panes == "A2"
+        assert ws.auto_filter.ref == f"A1:{chr(ord('A') + len(header) - 1)}{ws.max_row}"
+        assert ws[1][0].font.bold
+
+    rows = list(wb["Unsupported"].iter_rows(min_row=2, values_only=True))
+    nccl = [r for r in rows if r[3] == "torch.cuda.nccl.all_reduce"]
+    assert nccl == [("utils.py", 19, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][5], None)]
+    assert "no torch_npu counterpart" in nccl[0][5]
+    assert all(r[4] in ("error", "warning", "note") for r in rows)
+
+    counts = {(r[0], r[1]): (r[2], r[3]) for r in wb["API counts"].iter_rows(min_row=2, values_only=True)}
+    assert counts[("torch.cuda.nccl.all_reduce", "error")] == (1, 1)
+    assert sum(n for n, _ in counts.values()) == len(rows)
+
+    summary = {r[0]: r[1:] for r in wb["Summary"].iter_rows(min_row=2, values_only=True)}
+    _, changes = read_change_list(example_result)
+    assert summary["train.py"][:2] == (sum(1 for r in changes if r["File"] == "train.py"), 0)
+    total = summary["TOTAL"]
+    assert total[0] == len(changes)
+    assert total[1] == sum(1 for r in rows if r[4] in ("error", "warning"))
+    assert total[2] == pytest.approx(total[0] / (total[0] + total[1]))
+    assert list(summary)[-1] == "TOTAL"
+
+
+def test_example_log_names_the_findings(example_result: Path):
+    log = (example_result / "msFmkTranspltlog.txt").read_text(encoding="utf-8")
+    assert "utils.py:19:5: TP201 torch.cuda.nccl.all_reduce" in log
+
+
+# ---- notebooks
+
+
+def notebook(*cells: tuple[str, list[str]], indent: int = 1) -> bytes:
+    nb = {
+        "cells": [
+            {"cell_type": kind, "metadata": {}, "source": source,
+             **({"execution_count": None, "outputs": []} if kind == "code" else {})}
+            for kind, source in cells
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return (json.dumps(nb, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def assert_valid_nbformat4(data: bytes) -> dict:
+    nb = json.loads(data.decode("utf-8"))
+    assert nb["nbformat"] == 4 and isinstance(nb["nbformat_minor"], int)
+    assert isinstance(nb["metadata"], dict)
+    for cell in nb["cells"]:
+        assert cell["cell_type"] in ("code", "markdown", "raw")
+        assert isinstance(cell["metadata"], dict)
+        source = cell["source"]
+        assert isinstance(source, str) or all(isinstance(line, str) for line in source)
+        if cell["cell_type"] == "code":
+            assert isinstance(cell["outputs"], list) and "execution_count" in cell
+    return nb
+
+
+def test_notebook_is_converted_as_one_program_and_stays_nbformat4(tmp_path):
+    project = tmp_path / "nbproj"
+    project.mkdir()
+    source = notebook(
+        ("markdown", ["# Training on cuda\n", "Call `x.cuda()` to move x. Überall.\n"]),
+        ("code", ["%matplotlib inline\n", "import torch\n", "!nvidia-smi\n", "x = torch.zeros(1).cuda()"]),
+        ("code", ["torch.cuda.synchronize()\n", "x?\n"]),
+        ("code", ["%%bash\n", "export CUDA_VISIBLE_DEVICES=0\n", "echo $MY_CUDA_VISIBLE_DEVICES\n"]),
+        ("code", ["%env CUDA_VISIBLE_DEVICES=1\n", "from torch import cuda\n", "cuda.empty_cache()\n"]),
+        ("code", ["def broken(:\n", "    torch.cuda.synchronize()\n"]),
+    )
+    (project / "train.ipynb").write_bytes(source)
+    result = convert_project(project, tmp_path / "out")
+    out = (result / "train.ipynb").read_bytes()
+    nb = assert_valid_nbformat4(out)
+    cells = [cell["source"] for cell in nb["cells"]]
+    assert cells[0] == ["# Training on cuda\n", "Call `x.cuda()` to move x. Überall.\n"]
+    assert cells[1] == ["%matplotlib inline\n", "import torch\n", "import torch_npu\n", "!nvidia-smi\n",
+                        "x = torch.zeros(1).npu()"]
+    assert cells[2] == ["torch_npu.npu.synchronize()\n", "x?\n"]  # torch was imported in cell 2
+    assert cells[3] == ["%%bash\n", "export ASCEND_RT_VISIBLE_DEVICES=0\n", "echo $MY_CUDA_VISIBLE_DEVICES\n"]
+    assert cells[4] == ["%env ASCEND_RT_VISIBLE_DEVICES=1\n", "torch_npu.npu.empty_cache()\n"]
+    assert cells[5] == ["def broken(:\n", "    torch.cuda.synchronize()\n"]  # does not parse: kept
+    # the layout of the file is Jupyter's own: only changed lines differ
+    changed = [line for line in out.decode().splitlines() if line not in source.decode().splitlines()]
+    assert len(changed) == 6
+    assert "Überall" in out.decode("utf-8")
+
+    _, rows = read_change_list(result)
+    assert {r["File"] for r in rows} == {"train.ipynb"}
+    messages = [r["Message"] for r in rows]
+    assert any(m.startswith("cell 3: torch.cuda.synchronize -> torch_npu.npu.synchronize") for m in messages)
+    assert any(m.startswith("cell 4: CUDA_VISIBLE_DEVICES") for m in messages)
+    assert ("1", "TP101") in {(r["Start Line"], r["Code"]) for r in rows if r["Message"].startswith("cell 3:")}
+
+
+def test_notebook_layout_is_kept(tmp_path):
+    project = tmp_path / "nb2"
+    project.mkdir()
+    source = notebook(("code", ["import torch\n", "torch.cuda.synchronize()\n"]), indent=2)
+    (project / "a.ipynb").write_bytes(source)
+    result = convert_project(project, tmp_path / "out")
+    out = (result / "a.ipynb").read_bytes()
+    expected = source.replace(b'"torch.cuda.synchronize()\\n"', b'"import torch_npu\\n",\n        "torch_npu.npu.synchronize()\\n"')
+    assert out == expected
+
+
+def test_notebook_without_cuda_is_copied(tmp_path):
+    project = tmp_path / "nb3"
+    project.mkdir()
+    source = notebook(("code", ["print('cuda or cpu')\n"]), ("markdown", ["torch.cuda"]))
+    (project / "plain.ipynb").write_bytes(source)
+    result = convert_project(project, tmp_path / "out")
+    assert (result / "plain.ipynb").read_bytes() == source
+
+
+# ---- shell scripts
+
+
+def test_shell_script_variables_are_renamed_and_listed(tmp_path):
+    project = tmp_path / "sh"
+    (project / "tools").mkdir(parents=True)
+    script = (b"#!/usr/bin/env bash\r\n"
+              b"export CUDA_VISIBLE_DEVICES=0,1\r\n"
+              b"CUDA_LAUNCH_BLOCKING=1 python train.py --gpus ${CUDA_VISIBLE_DEVICES}\r\n"
+              b"echo \"$MY_CUDA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES_X\"\r\n")
+    (project / "tools" / "launch.sh").write_bytes(script)
+    os.chmod(project / "tools" / "launch.sh", 0o755)
+    result = convert_project(project, tmp_path / "out")
+    out = result / "tools" / "launch.sh"
+    assert out.read_bytes() == (b"#!/usr/bin/env bash\r\n"
+                                b"export ASCEND_RT_VISIBLE_DEVICES=0,1\r\n"
+                                b"ASCEND_LAUNCH_BLOCKING=1 python train.py --gpus ${ASCEND_RT_VISIBLE_DEVICES}\r\n"
+                                b"echo \"$MY_CUDA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES_X\"\r\n")
+    assert os.stat(out).st_mode & 0o777 == 0o755
+    _, rows = read_change_list(result)
+    assert [(r["File"], r["Start Line"], r["Code"], r["Message"]) for r in rows] == [
+        ("tools/launch.sh", "2", "TP105", "CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES"),
+        ("tools/launch.sh", "3", "TP105", "CUDA_LAUNCH_BLOCKING -> ASCEND_LAUNCH_BLOCKING"),
+        ("tools/launch.sh", "3", "TP105", "CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES"),
+    ]
+
+
+# ---- reports cannot run formulas
+
+
+@pytest.mark.parametrize("name", ["=SUM(1,2).py", "+cmd.py", "-x.py", "@calc.py"])
+def test_formula_cells_are_quoted_in_csv_and_xlsx(tmp_path, name):
+    project = tmp_path / "inj"
+    project.mkdir()
+    (project / name).write_text("import torch\ntorch.cuda.nccl.all_reduce([])\nx = torch.zeros(1).cuda()\n")
+    result = convert_project(project, tmp_path / "out")
+    assert (result / name).read_text() == "import torch\nimport torch_npu\ntorch.cuda.nccl.all_reduce([])\nx = torch.zeros(1).npu()\n"
+    _, rows = read_change_list(result)
+    assert rows and {r["File"] for r in rows} == {"'" + name}
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    for sheet in ("Unsupported", "Summary"):
+        values = [row[0] for row in wb[sheet].iter_rows(min_row=2, values_only=True)]
+        assert "'" + name in values
+        assert name not in values
+    for ws in wb:
+        for row in ws.iter_rows(values_only=True):
+            for value in row:
+                assert not (isinstance(value, str) and value[:1] in "=+-@"), value
