@@ -5,8 +5,8 @@
 
 For each repository size it prints, for transplant run as a subprocess (`python -m transplant`):
 wall seconds, files/s, lines/s, peak RSS (sum over the process tree, sampled from /proc every
-20 ms; and the largest single process from getrusage(RUSAGE_CHILDREN)), and the ratio of the wall
-time to the FLOOR: copying the tree with shutil.copytree plus one ``libcst.parse_module`` +
+20 ms; and the largest single process from getrusage(RUSAGE_CHILDREN)), CPU seconds, and the ratio
+of the wall time to the FLOOR: copying the tree with shutil.copytree plus one ``libcst.parse_module`` +
 ``module.bytes`` round trip, in this one process, of every .py file that mentions cuda or nccl.
 The floor runs in the same session, interleaved with transplant; the best of --repeat runs is shown.
 
@@ -42,11 +42,13 @@ def tree_stats(root: Path) -> tuple[int, int]:
     return files, lines
 
 
-def floor(repo: Path, dest: Path) -> float:
+def floor(repo: Path, dest: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of the floor."""
     import libcst
 
     if dest.exists():
         shutil.rmtree(dest)
+    cpu = time.process_time()
     start = time.perf_counter()
     shutil.copytree(repo, dest, symlinks=True)
     for dirpath, _dirs, names in os.walk(repo):
@@ -56,7 +58,7 @@ def floor(repo: Path, dest: Path) -> float:
                     data = fh.read()
                 if b"cuda" in data or b"nccl" in data:
                     libcst.parse_module(data).bytes
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _tree_rss(root_pid: int) -> int:
@@ -85,12 +87,14 @@ def _tree_rss(root_pid: int) -> int:
     return total
 
 
-def run_transplant(repo: Path, out: Path, jobs: int) -> tuple[float, int, int]:
-    """Wall seconds, peak tree RSS (sampled), max single-process RSS (getrusage), in bytes."""
+def run_transplant(repo: Path, out: Path, jobs: int) -> tuple[float, int, int, float]:
+    """Wall seconds, peak tree RSS (sampled), max single-process RSS (getrusage), in bytes, and
+    CPU seconds (user + system, all processes)."""
     if out.exists():
         shutil.rmtree(out)
     cmd = [sys.executable, "-m", "transplant", "-i", str(repo), "-o", str(out), "--force", "-q", "-j", str(jobs)]
     peak = 0
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=HERE.parent)
     stop = threading.Event()
@@ -108,8 +112,9 @@ def run_transplant(repo: Path, out: Path, jobs: int) -> tuple[float, int, int]:
     sampler.join()
     if code != 0:
         raise SystemExit(f"transplant exited with {code}: {' '.join(cmd)}")
-    single = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return wall, peak, single
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, peak, after.ru_maxrss * 1024, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, best of {args.repeat}")
     print(f"{'files':>6} {'lines':>8} {'jobs':>4} {'floor s':>8} {'wall s':>7} {'files/s':>8} {'lines/s':>9} "
-          f"{'tree RSS MB':>11} {'max proc MB':>11} {'x floor':>7}")
+          f"{'tree RSS MB':>11} {'max proc MB':>11} {'x floor':>7} {'floor CPU s':>11} {'CPU s':>6}")
     per_file: dict[int, dict[int, float]] = {}
     for n in args.files:
         repo = args.out / f"repo{n}_s{args.seed}" / "project"
@@ -137,21 +142,23 @@ def main(argv: list[str] | None = None) -> int:
             marker.write_text("ok\n")
         files, lines = tree_stats(repo)
         floors = []
-        results: dict[int, list[tuple[float, int, int]]] = {j: [] for j in args.jobs}
+        results: dict[int, list[tuple[float, int, int, float]]] = {j: [] for j in args.jobs}
         floor(repo, args.out / "floor_copy")  # warm the page cache
         for _ in range(args.repeat):
             floors.append(floor(repo, args.out / "floor_copy"))
             for j in args.jobs:
                 results[j].append(run_transplant(repo, args.out / f"result{n}", j))
         shutil.rmtree(args.out / "floor_copy", ignore_errors=True)
-        best_floor = min(floors)
+        best_floor = min(f[0] for f in floors)
+        floor_cpu = min(f[1] for f in floors)
         for j in args.jobs:
             wall = min(r[0] for r in results[j])
             tree = max(r[1] for r in results[j])
             single = max(r[2] for r in results[j])
+            cpu = min(r[3] for r in results[j])
             per_file.setdefault(j, {})[n] = wall / files
             print(f"{files:>6} {lines:>8} {j:>4} {best_floor:>8.2f} {wall:>7.2f} {files / wall:>8.0f} {lines / wall:>9.0f} "
-                  f"{tree / 2**20:>11.0f} {single / 2**20:>11.0f} {wall / best_floor:>7.2f}")
+                  f"{tree / 2**20:>11.0f} {single / 2**20:>11.0f} {wall / best_floor:>7.2f} {floor_cpu:>11.2f} {cpu:>6.2f}")
     for j, by_size in per_file.items():
         sizes = sorted(by_size)
         if len(sizes) >= 2:

@@ -98,3 +98,12 @@ def test_idempotent(path: Path):
     again = convert(expected, rules)
     assert again.new is None, "converting the converted file changed it again"
     assert again.changes == []
+
+
+@pytest.mark.parametrize("path", PAIRS, ids=[p.name[: -len(".in.py")] for p in PAIRS])
+def test_golden_with_crlf_line_endings(path: Path):
+    """The same conversions on a Windows-style copy: the output is the expected one, CRLF throughout."""
+    source = path.read_bytes().replace(b"\n", b"\r\n")
+    expected = path.with_name(path.name.replace(".in.py", ".out.py")).read_bytes().replace(b"\n", b"\r\n")
+    conv = convert(source, options_of(source))
+    assert (source if conv.new is None else conv.new) == expected

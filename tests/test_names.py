@@ -114,3 +114,15 @@ def test_public_names_file_is_in_the_repository():
     assert len(names) > 3000
     assert "torch_npu.npu.synchronize" in names
     assert "torch.npu.synchronize" in names
+
+
+def test_legacy_type_strings_have_torch_npu_names():
+    # the engine turns "torch.cuda.HalfTensor" strings into "torch.npu.HalfTensor"
+    data = json.loads((RULES / "device_api.json").read_text(encoding="utf-8"))
+    renames = {r["old_name"]: r["new_name"] for r in data["rules"]["FuncNameModifyRule"]}
+    types = {old: new for old, new in renames.items()
+             if old.startswith("torch.cuda.") and old.endswith("Tensor") and old.count(".") == 2}
+    assert len(types) >= 10
+    for old, new in types.items():
+        assert new.startswith("torch_npu.npu."), (old, new)
+        assert "torch.npu." + new.rsplit(".", 1)[1] in public_names(), old

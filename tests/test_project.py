@@ -12,8 +12,9 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, cached_ruleset
 from transplant import cli
+from transplant.filetypes import convert_file
 
 EXAMPLE = REPO / "examples" / "mnist_cuda"
 EXPECTED = FIXTURES / "projects" / "mnist_cuda_msft"
@@ -89,7 +90,8 @@ def test_example_unsupported_workbook(example_result: Path):
 
     rows = list(wb["Unsupported"].iter_rows(min_row=2, values_only=True))
     nccl = [r for r in rows if r[3] == "torch.cuda.nccl.all_reduce"]
-    assert nccl == [("utils.py", 19, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][5], None)]
+    assert nccl == [("utils.py", 19, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][5],
+                     "use torch.distributed collectives (backend='hccl')")]
     assert "no torch_npu counterpart" in nccl[0][5]
     assert all(r[4] in ("error", "warning", "note") for r in rows)
 
@@ -179,15 +181,33 @@ def test_notebook_is_converted_as_one_program_and_stays_nbformat4(tmp_path):
     assert ("1", "TP101") in {(r["Start Line"], r["Code"]) for r in rows if r["Message"].startswith("cell 3:")}
 
 
-def test_notebook_layout_is_kept(tmp_path):
+@pytest.mark.parametrize("indent,eol", [(1, b"\n"), (2, b"\n"), (1, b"\r\n")])
+def test_notebook_layout_is_kept(tmp_path, indent, eol):
     project = tmp_path / "nb2"
     project.mkdir()
-    source = notebook(("code", ["import torch\n", "torch.cuda.synchronize()\n"]), indent=2)
+    source = notebook(("code", ["import torch\n", "torch.cuda.synchronize()\n"]), indent=indent).replace(b"\n", eol)
     (project / "a.ipynb").write_bytes(source)
     result = convert_project(project, tmp_path / "out")
     out = (result / "a.ipynb").read_bytes()
-    expected = source.replace(b'"torch.cuda.synchronize()\\n"', b'"import torch_npu\\n",\n        "torch_npu.npu.synchronize()\\n"')
+    pad = b" " * (4 * indent)
+    expected = source.replace(b'"torch.cuda.synchronize()\\n"',
+                              b'"import torch_npu\\n",' + eol + pad + b'"torch_npu.npu.synchronize()\\n"')
     assert out == expected
+
+
+def test_notebook_skip_comments_apply_to_the_cell(tmp_path):
+    project = tmp_path / "nb4"
+    project.mkdir()
+    source = notebook(
+        ("code", ["# transplant: skip-file\n", "import torch\n", "!CUDA_VISIBLE_DEVICES=0 ls\n", "x.cuda()"]),
+        ("code", ["y.cuda()\n", "z.cuda()  # transplant: skip\n"]),
+    )
+    (project / "skip.ipynb").write_bytes(source)
+    result = convert_project(project, tmp_path / "out")
+    nb = assert_valid_nbformat4((result / "skip.ipynb").read_bytes())
+    assert nb["cells"][0]["source"] == ["# transplant: skip-file\n", "import torch\n", "!CUDA_VISIBLE_DEVICES=0 ls\n",
+                                        "x.cuda()"]
+    assert nb["cells"][1]["source"] == ["import torch_npu\n", "y.npu()\n", "z.cuda()  # transplant: skip\n"]
 
 
 def test_notebook_without_cuda_is_copied(tmp_path):
@@ -247,3 +267,9 @@ def test_formula_cells_are_quoted_in_csv_and_xlsx(tmp_path, name):
         for row in ws.iter_rows(values_only=True):
             for value in row:
                 assert not (isinstance(value, str) and value[:1] in "=+-@"), value
+
+
+def test_converting_the_result_again_changes_nothing():
+    for name in sorted(tree(EXPECTED) - REPORTS):
+        result = convert_file(name, (EXPECTED / name).read_bytes(), cached_ruleset())
+        assert result.new is None and result.changes == [], name

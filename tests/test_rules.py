@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, cached_ruleset
 from transplant import cli
 from transplant.engine import convert
 from transplant.rules import RuleError, load_ruleset, read_rule_file
@@ -205,8 +205,61 @@ def test_method_and_attribute_rules(tmp_path):
 
 
 def test_rule_options_are_off_by_default():
-    plain = load_ruleset()
-    both = load_ruleset(specify_device=True, similar=True)
+    plain = cached_ruleset()
+    both = cached_ruleset(specify_device=True, similar=True)
     assert "torch.nn.Mish" not in plain.rename_q and "torch.nn.Mish" in both.rename_q
     assert not any(r.get("option") for rules in plain.args_q.values() for r in rules)
     assert any(r.get("option") == "specify_device" for rules in both.args_q.values() for r in rules)
+
+
+# ---- how built-in rules combine
+
+
+def findings_of(source: str, pytorch_version: str = "2.8"):
+    return convert(source.encode(), cached_ruleset(pytorch_version=pytorch_version)).findings
+
+
+def test_no_counterpart_error_wins_over_the_version_warning():
+    # emit_nvtx is both in profiler.json (error, with advice) and in the per-version lists (warning)
+    for version in ("2.1", "2.8"):
+        [finding] = findings_of("import torch\nwith torch.autograd.profiler.emit_nvtx():\n    pass\n",
+                                pytorch_version=version)
+        assert (finding.code, finding.level) == ("TP201", "error")
+        assert finding.suggestion == "use torch_npu.npu.mstx"
+
+
+def test_settings_with_other_semantics_are_notes_with_advice_and_not_half_renamed():
+    source = "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.deterministic = True\n"
+    conv = convert(source.encode(), cached_ruleset())
+    assert conv.new is None  # torch.backends.cuda.matmul alone would be renamed: not its allow_tf32
+    assert [(f.line, f.code, f.level) for f in conv.findings] == [(2, "TP203", "note"), (3, "TP203", "note")]
+    assert "allow_hf32" in conv.findings[0].suggestion
+    assert "use_deterministic_algorithms" in conv.findings[1].suggestion
+
+
+def test_unsupported_list_depends_on_the_pytorch_version():
+    rs = {v: cached_ruleset(pytorch_version=v) for v in ("2.1", "2.8")}
+    only_21 = set(rs["2.1"].unsupported_q) - set(rs["2.8"].unsupported_q)
+    assert only_21, "the 2.1 list has APIs the 2.8 list does not"
+    api = sorted(only_21)[0]
+    source = f"import {api.split('.')[0]}\n{api}\n"
+    assert [f.code for f in convert(source.encode(), rs["2.1"]).findings] == ["TP202"]
+    assert all(f.api != api for f in convert(source.encode(), rs["2.8"]).findings)
+
+
+def test_rule_message_reaches_the_change_records(tmp_path):
+    rs = load_ruleset([write(tmp_path, {"rules": {"FuncNameModifyRule": [
+        {"old_name": "mylib.fused_op", "new_name": "mylib.npu_fused_op", "message": "tolerances differ"}]}})])
+    conv = convert(b"import mylib\nfrom mylib import fused_op\nmylib.fused_op(1)\n", rs)
+    assert [(c.line, c.message.endswith("(tolerances differ)")) for c in conv.changes] == [(2, True), (3, True)]
+
+
+def test_device_argument_that_defaults_to_cuda(tmp_path):
+    rule = {"func_name": "mylib.Accelerator", "arg_idx": 0, "arg_names": ["device"], "default_cuda": True}
+    out = convert_with(tmp_path, {"DeviceArgRule": [rule]},
+                       "import mylib\na = mylib.Accelerator()\nb = mylib.Accelerator(seed=1)\n"
+                       "c = mylib.Accelerator(device='cpu')\nd = mylib.Accelerator('cuda:1')\ne = mylib.Accelerator(*xs)\n")
+    assert out == ("import torch_npu\nimport mylib\na = mylib.Accelerator(\"npu\")\nb = mylib.Accelerator(\"npu\", seed=1)\n"
+                   "c = mylib.Accelerator(device='cpu')\nd = mylib.Accelerator('npu:1')\ne = mylib.Accelerator(*xs)\n")
+    bad = write(tmp_path, {"rules": {"DeviceArgRule": [{**rule, "default_cuda": "yes"}]}}, "bad.json")
+    assert "rules.DeviceArgRule[0].default_cuda: 'yes' is not of type 'boolean'" in error_of(bad)

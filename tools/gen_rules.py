@@ -30,6 +30,23 @@ NOT_A_RENAME = {
     "torch.cuda.get_stream_from_external",  # function -> class, different arguments
 }
 
+# How the rows above are reported instead: (level, message, suggestion). Reporting them also keeps
+# a prefix rule (torch.backends.cuda.matmul -> torch_npu.npu.matmul) from half-rewriting them.
+NOT_A_RENAME_REPORT = {
+    "torch.backends.cudnn.deterministic": (
+        "note", "has no effect on NPU",
+        "call torch.use_deterministic_algorithms(True): torch_npu takes its deterministic mode from it"),
+    "torch.backends.cudnn.allow_tf32": (
+        "note", "has no effect on NPU (there is no TF32)",
+        "the closest setting is allow_hf32 of torch_npu.npu.conv (HF32, a different precision)"),
+    "torch.backends.cuda.matmul.allow_tf32": (
+        "note", "has no effect on NPU (there is no TF32)",
+        "the closest setting is allow_hf32 of torch_npu.npu.matmul (HF32, a different precision)"),
+    "torch.cuda.get_stream_from_external": (
+        "error", "has no drop-in torch_npu counterpart (different arguments)",
+        "wrap the external stream with torch_npu.npu.ExternalStream"),
+}
+
 # First positional parameter that carries a device, from torch 2.13's signatures (facts).
 POSITIONAL_DEVICE = {
     "torch.device": 0,
@@ -59,6 +76,30 @@ POSITIONAL_DEVICE = {
     "torch.Tensor.pin_memory": 0,
     "torch.nn.Module.to_empty": None,
 }
+# torch.cuda.* and torch.accelerator.* functions take their device first (torch 2.13 signatures),
+# except these, whose device comes second, and one that takes it by keyword only.
+SECOND_PARAM_DEVICE = {
+    "torch.cuda.caching_allocator_alloc",  # (size, device=None, stream=None)
+    "torch.cuda.get_stream_from_external",  # (data_ptr, device=None)
+    "torch.cuda.random.set_rng_state",  # (new_state, device='cuda')
+    "torch.cuda.set_rng_state",  # (new_state, device='cuda')
+    "torch.cuda.set_per_process_memory_fraction",  # (fraction, device=None)
+    "torch.cuda.use_mem_pool",  # (pool, device=None)
+}
+KEYWORD_DEVICE = {"torch.cuda.memory._record_memory_history"}
+# Device parameters whose default is CUDA (cuda_to_npu_api.csv: "torch 2.13 signature
+# GradScaler(device='cuda', ...): the default is 'cuda', so even GradScaler() needs device='npu'").
+DEFAULT_CUDA_DEVICE = {"torch.amp.GradScaler"}
+
+
+def device_position(api: str, args: list[str]) -> int | None:
+    if api in POSITIONAL_DEVICE:
+        return POSITIONAL_DEVICE[api]
+    if api.startswith(("torch.cuda.", "torch.accelerator.")) and args == ["device"] and api not in KEYWORD_DEVICE:
+        return 1 if api in SECOND_PARAM_DEVICE else 0
+    return None
+
+
 # Arguments named in device_arg_apis.csv that are not device strings.
 NOT_DEVICE_ARGS = {"backend", "use_cuda", "use_device", "experimental_config", "device_ids",
                    "devices", "peer_device", "device_index", "device_id"}
@@ -103,8 +144,20 @@ def main(data_dir: str) -> None:
         if not plain.match(api) or not api.startswith(("torch.cuda", "torch.backends.cud")):
             continue
         if not is_module_level(api, {}):
+            # Members of classes follow their class's rename (torch.cuda.Stream -> torch_npu.npu.Stream)
+            # except those renamed themselves (Stream.cuda_stream -> npu_stream) or missing on NPU
+            # (CUDAGraph.instantiate): those get rules of their own, which win over the class prefix.
+            if exists != "yes":
+                unsupported.append({"name": api, "level": "error",
+                                    "message": "has no torch_npu counterpart; rewrite this code by hand for NPU"})
+            elif (plain.match(new) and new.rsplit(".", 1)[-1] != api.rsplit(".", 1)[-1]
+                  and name_exists(new, names)):
+                rename.append({"old_name": api, "new_name": new})
             continue
         if api in NOT_A_RENAME:
+            if api in NOT_A_RENAME_REPORT:
+                level, msg, suggestion = NOT_A_RENAME_REPORT[api]
+                unsupported.append({"name": api, "level": level, "message": msg, "suggestion": suggestion})
             continue
         if exists == "yes" and plain.match(new) and (
             not new.startswith("torch_npu") or name_exists(new, names)
@@ -114,7 +167,11 @@ def main(data_dir: str) -> None:
             level = "note" if api.startswith("torch.backends.") else "error"
             msg = ("has no effect on NPU" if level == "note"
                    else "has no torch_npu counterpart; rewrite this code by hand for NPU")
-            unsupported.append({"name": api, "level": level, "message": msg})
+            entry = {"name": api, "level": level, "message": msg}
+            hint = re.search(r"(?:^|; )(use [^;]+)", row["notes"])
+            if hint:  # the fact table's own advice, e.g. "use torch_npu.profiler.profile"
+                entry["suggestion"] = hint.group(1).strip()
+            unsupported.append(entry)
     rename.sort(key=lambda r: r["old_name"])
     unsupported.sort(key=lambda r: r["name"])
     write(RULES / "device_api.json", {
@@ -132,8 +189,11 @@ def main(data_dir: str) -> None:
             if not args:
                 continue
             rule: dict = {"func_name": api, "arg_names": args}
-            if api in POSITIONAL_DEVICE and POSITIONAL_DEVICE[api] is not None:
-                rule["arg_idx"] = POSITIONAL_DEVICE[api]
+            position = device_position(api, args)
+            if position is not None:
+                rule["arg_idx"] = position
+            if api in DEFAULT_CUDA_DEVICE and position == 0:
+                rule["default_cuda"] = True
             if api.startswith(("torch.Tensor.", "torch.nn.Module.")):
                 rule["func_name"] = api.rsplit(".", 1)[1]
                 rule["on"] = "method"

@@ -49,7 +49,8 @@ def print_summary(out, summary: RunSummary) -> None:
     from rich.table import Table
 
     changes = sum(len(r.changes) for r in summary.results)
-    unsupported = sum(1 for r in summary.results for f in r.findings if f.level in ("error", "warning"))
+    unsupported = sum(1 for r in summary.results for f in r.findings
+                      if f.level in ("error", "warning") and f.code != "TP900")  # TP900: not parsed, counted below
     table = Table(title="transplant summary", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -61,4 +62,8 @@ def print_summary(out, summary: RunSummary) -> None:
     out.print(table)
     for res in summary.failed:
         out.print(f"not converted: {res.path}: {res.error}", markup=False, soft_wrap=True)
+    for name, actual in summary.report_names.items():
+        if actual != name:
+            out.print(f"report {name} written as {actual} (the project has its own {name})", markup=False,
+                      soft_wrap=True)
     out.print(f"result: {summary.result_dir}", markup=False, soft_wrap=True)

@@ -23,7 +23,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import libcst as cst
 
@@ -102,7 +102,6 @@ NOT_MODEL_SUFFIXES = ("Loader", "Dataset", "Sampler", "Parser", "Optimizer", "Sc
                       "Logger", "Loss", "Generator", "Tensor", "Path", "Compose", "Meter", "Timer", "LR")
 NOT_MODEL_PREFIXES = ("torch.optim", "torch.utils", "argparse", "torch.cuda", "torch_npu", "torch.amp",
                       "torchvision.transforms", "torchvision.datasets", "logging", "pathlib", "collections")
-FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda)
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda)
 
 
@@ -118,7 +117,10 @@ def prepare_distributed(config) -> Callable[[Path, Path, RunSummary], None]:
     rel, source = resolve_entry(config.input, config.distributed_main)
     target = config.distributed_target
     module = _parse_entry(source, rel)
-    analysis = Analysis(module, target)
+    try:
+        analysis = Analysis(module, target)
+    except RecursionError:
+        raise UsageError(f"distributed: entry file {rel} is nested too deeply to convert") from None
     if not analysis.target_sites:
         found = analysis.candidates()
         listed = ", ".join(found) if found else "none found"
@@ -173,7 +175,10 @@ def apply_to_result(staging: Path, summary: RunSummary, rel: str, target: str) -
     """Rewrite the converted entry file in ``staging``, record the changes, write the launch script."""
     path = staging / rel
     module = _parse_entry(path.read_bytes(), rel)
-    new_module, records, warnings = convert_distributed(module, target)
+    try:
+        new_module, records, warnings = convert_distributed(module, target)
+    except RecursionError:
+        raise UsageError(f"distributed: entry file {rel} is nested too deeply to convert") from None
     for message in warnings:
         summary.warnings.append(f"{rel}: {message}")
     if records:
@@ -201,10 +206,11 @@ def apply_to_result(staging: Path, summary: RunSummary, rel: str, target: str) -
 def launch_script(entry: str) -> str:
     """run_distributed_npu.sh for the entry file ``entry`` (relative to the result folder)."""
     command = shlex.quote(entry)
+    shown = "".join(c if c.isprintable() else "?" for c in entry)  # for comments only
     return f'''#!/usr/bin/env bash
-# Data-parallel training on the NPUs of this machine: one process of {entry} per NPU.
+# Data-parallel training on the NPUs of this machine: one process of {shown} per NPU.
 # Written by transplant (distributed mode). Run it from anywhere; it works in its own folder:
-#     bash {LAUNCH_SCRIPT} [arguments of {entry}]
+#     bash {LAUNCH_SCRIPT} [arguments of {shown}]
 # Environment: NPUS (NPU ids, default 0,1,2,3,4,5,6,7), MASTER_ADDR (default 127.0.0.1),
 # MASTER_PORT (default 29500), LOG_DIR (default logs: one log file per process, rank_<rank>.log).
 set -euo pipefail
@@ -317,15 +323,26 @@ class Analysis:
         self.parent: dict[int, cst.CSTNode] = {}
         self.span: dict[int, tuple[int, int]] = {}  # id -> (index of the node, end of its subtree)
         self._index(module)
+        self._function_cache: dict[int, cst.FunctionDef | None] = {}
+        self._helper_spans = [self.span[id(s)] for s in module.body
+                              if isinstance(s, cst.FunctionDef) and s.name.value in HELPER_NAMES]
         self.imports = self._imports()
         self.functions = {s.name.value: s for s in self._block_statements(module) if isinstance(s, cst.FunctionDef)}
+        self.classes = {s.name.value: s for s in self._block_statements(module) if isinstance(s, cst.ClassDef)}
         self._locals: dict[int, set[str]] = {}
         parts = target.split(".")
         self.target_parts = parts
         self.target_sites = self._assignments(parts)
-        if not self.target_sites and len(parts) == 1:
-            self.target_parts = ["self", parts[0]]  # `-t model` also finds `self.model`
-            self.target_sites = self._assignments(self.target_parts)
+        if len(parts) == 1:
+            # `-t model` also finds `self.model`: when there is no plain `model`, or when the plain
+            # one only goes to the device as `self.x = model.to(device)` (the model a Trainer keeps)
+            moved = self._moved_into(parts)
+            kept = [t for t in moved if len(t) == 2 and t[0] == "self"]
+            if not self.target_sites or (kept and parts not in moved):
+                attr = kept[0] if kept else ["self", parts[0]]
+                if self._assignments(attr):
+                    self.target_parts = attr
+                    self.target_sites = self._assignments(attr)
         self.target_code = ".".join(self.target_parts)
 
     # ---- tree bookkeeping
@@ -360,20 +377,23 @@ class Analysis:
             yield current
             current = self.parent.get(id(current))
 
-    def scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
-        """The function, class or module whose code ``node`` is part of."""
-        for a in self.ancestors(node):
-            if isinstance(a, (cst.FunctionDef, cst.ClassDef, cst.Module)):
-                return a
-        return self.module
-
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        for a in self.ancestors(node):
-            if isinstance(a, cst.FunctionDef):
-                return a
-            if isinstance(a, cst.ClassDef):
-                return None
-        return None
+        """The function whose body holds ``node`` (None at module level and in class bodies)."""
+        cache = self._function_cache
+        path = []
+        current = node
+        while id(current) not in cache:
+            path.append(id(current))
+            parent = self.parent.get(id(current))
+            if parent is None or isinstance(parent, (cst.ClassDef, cst.FunctionDef)):
+                found = parent if isinstance(parent, cst.FunctionDef) else None
+                break
+            current = parent
+        else:
+            found = cache[id(current)]
+        for key in path:
+            cache[key] = found
+        return found
 
     def class_of(self, node: cst.CSTNode) -> cst.ClassDef | None:
         for a in self.ancestors(node):
@@ -382,8 +402,9 @@ class Analysis:
         return None
 
     def in_helpers(self, node: cst.CSTNode) -> bool:
-        return any(isinstance(a, cst.FunctionDef) and a.name.value in HELPER_NAMES
-                   and self.parent.get(id(a)) is self.module for a in self.ancestors(node))
+        """Is ``node`` part of the inserted helper functions?"""
+        where = self.span[id(node)][0]
+        return any(start <= where < end for start, end in self._helper_spans)
 
     def statement_of(self, node: cst.CSTNode) -> tuple[cst.BaseStatement, cst.CSTNode] | None:
         """The statement that contains ``node`` and sits in an indented block or the module body."""
@@ -395,6 +416,10 @@ class Analysis:
                 return None
             current = a
         return None
+
+    def within(self, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+        """Is ``node`` ``top`` or anywhere below it?"""
+        return node is top or any(a is top for a in self.ancestors(node))
 
     def under(self, node: cst.CSTNode, top: cst.CSTNode) -> bool:
         """Is ``node`` inside ``top`` without crossing a function, class or lambda boundary?"""
@@ -534,6 +559,21 @@ class Analysis:
                     sites.append(node)
                     break
         return sites
+
+    def _moved_into(self, parts: list[str]) -> list[list[str]]:
+        """Where ``parts.npu()``/``.to()``/``.cuda()`` results go: the assigned variables, or
+        ``parts`` itself for an in-place move statement."""
+        found = []
+        for node in self.nodes:
+            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in MOVES and dotted_parts(node.func.value) == parts):
+                continue
+            parent = self.parent.get(id(node))
+            if isinstance(parent, cst.Expr):
+                found.append(parts)
+            elif isinstance(parent, cst.Assign) and parent.value is node:
+                found.extend(p for t in parent.targets if (p := dotted_parts(t.target)))
+        return found
 
     def candidates(self) -> list[str]:
         """Variables that look like they hold a model: assigned from a model-like constructor, moved
@@ -676,7 +716,13 @@ class Converter:
             has_sampler = sampler_arg is not None and not (
                 isinstance(sampler_arg.value, cst.Name) and sampler_arg.value.value == "None")
             owner = self._owner(call)
-            if has_sampler or "batch_sampler" in keywords or any(a.star for a in args):
+            stars = [a for a in args if a.star]
+            # `**kwargs` may hold shuffle: it goes into the sampler, and False to the loader
+            kwargs_arg = stars[0] if len(stars) == 1 and stars[0].star == "**" and "shuffle" not in keywords and (
+                dotted_parts(stars[0].value)) else None
+            if stars and kwargs_arg is None and not has_sampler:
+                self.plan.warnings.append(f"DataLoader with {_short(stars[0])} arguments: no DistributedSampler added")
+            if has_sampler or "batch_sampler" in keywords or (stars and kwargs_arg is None):
                 info = LoaderInfo(has_sampler and self._sampler_expr(sampler_arg.value))
                 if info.distributed and isinstance(sampler_arg.value, (cst.Name, cst.Attribute)):
                     key = self.a.key_of(sampler_arg.value, call)
@@ -688,7 +734,7 @@ class Converter:
             if dataset is None:
                 continue
             shuffle = keywords.get("shuffle") or (positional[2] if len(positional) > 2 else None)
-            self._add_sampler(call, owner, dataset, shuffle, sampler_arg)
+            self._add_sampler(call, owner, dataset, shuffle, sampler_arg, kwargs_arg)
 
     def _owner(self, call: cst.Call) -> cst.BaseExpression | None:
         """The variable a DataLoader call is assigned to (``x = DataLoader(...)``), if any."""
@@ -711,7 +757,7 @@ class Converter:
                 self.loaders[key] = info
 
     def _add_sampler(self, call: cst.Call, owner, dataset: cst.Arg, shuffle: cst.Arg | None,
-                     none_sampler: cst.Arg | None) -> None:
+                     none_sampler: cst.Arg | None, kwargs_arg: cst.Arg | None = None) -> None:
         where = self.a.statement_of(call)
         inline = where is None or any(isinstance(a, COMPREHENSIONS) for a in self._between(call, where[0]))
         simple_dataset = isinstance(dataset.value, (cst.Name, cst.Attribute)) and dotted_parts(dataset.value)
@@ -720,6 +766,8 @@ class Converter:
                 f"DataLoader over {_short(dataset.value)} is built inside an expression; no DistributedSampler added")
             return
         shuffle_code = _code(shuffle.value) if shuffle is not None else "False"
+        if kwargs_arg is not None:
+            shuffle_code = f'{_code(kwargs_arg.value)}.get("shuffle", False)'
         new_before: list[cst.BaseStatement] = []
         dataset_code = _code(dataset.value)
         hoisted_dataset: str | None = None
@@ -748,7 +796,8 @@ class Converter:
             self.edit_sites.append(stmt)
             anchor_key = self.key()
             self.plan.anchors[anchor_key] = _anchor_of(sampler_stmt)
-            shuffled = f" (shuffle={shuffle_code} moves into the sampler)" if shuffle is not None else ""
+            shuffled = f" (shuffle={shuffle_code} moves into the sampler)" if (
+                shuffle is not None or kwargs_arg is not None) else ""
             self.plan.record("sampler", f"DistributedSampler {sampler_code} for the DataLoader over "
                                         f"{_short(dataset.value)}{shuffled}", anchor_key)
         else:
@@ -768,17 +817,25 @@ class Converter:
             if hoisted_dataset is not None:
                 i = originals.index(dataset)
                 args[i] = args[i].with_changes(value=cst.parse_expression(dataset_code))
-            replace_at = next((i for i, a in enumerate(originals) if a is shuffle or a is none_sampler), None)
+            if kwargs_arg is not None:
+                i = originals.index(kwargs_arg)
+                args[i] = args[i].with_changes(
+                    value=cst.parse_expression(f'{{**{_code(kwargs_arg.value)}, "shuffle": False}}'))
+            replace_at = originals.index(shuffle) if shuffle is not None else (
+                originals.index(none_sampler) if none_sampler is not None else None)
             if replace_at is not None:
                 old = args[replace_at]
-                new = sampler_arg.with_changes(comma=old.comma)
+                new = sampler_arg.with_changes(comma=old.comma, whitespace_after_arg=old.whitespace_after_arg)
                 if old.keyword is not None:
                     new = new.with_changes(equal=old.equal)
                 args[replace_at] = new
                 if shuffle is not None and none_sampler is not None:  # sampler=None given too: drop it
                     drop = originals.index(none_sampler)
-                    if drop == len(args) - 1 and drop > 0:
-                        args[drop - 1] = args[drop - 1].with_changes(comma=args[drop].comma)
+                    if drop == len(args) - 1:  # the argument before it becomes the last one
+                        args[drop - 1] = args[drop - 1].with_changes(
+                            comma=args[drop].comma, whitespace_after_arg=args[drop].whitespace_after_arg)
+                        if drop - 1 == replace_at:
+                            new = args[drop - 1]
                     del args[drop]
                 plan.anchors[arg_key] = new
             else:
@@ -787,9 +844,10 @@ class Converter:
                     new = sampler_arg.with_changes(comma=last.comma)
                     if len(args) > 1 and isinstance(args[-2].comma, cst.Comma):
                         args[-1] = last.with_changes(comma=args[-2].comma)
-                else:
-                    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                    new = sampler_arg
+                else:  # the space before ")" moves to the new last argument
+                    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                                                 whitespace_after_arg=cst.SimpleWhitespace(""))
+                    new = sampler_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
                 args.append(new)
                 plan.anchors[arg_key] = new
             return updated.with_changes(args=args)
@@ -832,9 +890,16 @@ class Converter:
     def _callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
         if isinstance(func, cst.Name) and func.value not in self.a.imports:
+            caller = self.a.function_of(call)
+            if caller is not None and func.value in self.a.local_names(caller):
+                return None
             fn = self.a.functions.get(func.value)
-            if fn is not None and not (self.a.function_of(call) and func.value in self.a.local_names(self.a.function_of(call))):
+            if fn is not None:
                 return fn
+            cls = self.a.classes.get(func.value)  # a constructor: its __init__
+            if cls is not None:
+                return next((s for s in self.a._block_statements(cls)
+                             if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self.a.class_of(call)
             if cls is not None:
@@ -925,25 +990,10 @@ class Converter:
             if not isinstance(loop.body, cst.IndentedBlock):
                 continue
             refs: list[tuple[str, cst.CSTNode]] = []
-            existing = set()
-            for node in self.a.subtree(loop.body):
-                if not self.a.under(node, loop.body):
-                    continue
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "set_epoch":
-                    existing.add(_code(node.func.value))
-                if not isinstance(node, (cst.Name, cst.Attribute)):
-                    continue
-                parent = self.a.parent.get(id(node))
-                if isinstance(parent, cst.Attribute) and parent.value is node and isinstance(node, cst.Name) and node.value == "self":
-                    continue
-                inner = next((a for a in self.a.ancestors(node) if self._is_epoch_loop(a)), None)
-                if inner is not loop:
-                    continue
-                info = self.loader_of(node, node)
-                if info is None or not info.distributed:
-                    continue
-                if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.value is node):
-                    continue
+            existing = {_code(n.func.value) for body in self._bodies(loop.body, 0) for n in self.a.subtree(body)
+                        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                        and n.func.attr.value == "set_epoch" and self.a.under(n, body)}
+            for node, info in self._loader_refs(loop, loop.body, 0):
                 receiver = self._receiver(node, info, loop)
                 if {receiver, f"{_code(node)}.sampler", info.sampler} & existing:
                     continue
@@ -965,6 +1015,42 @@ class Converter:
             self.edit_sites.append(loop)
             found.append(loop)
         return found
+
+    def _bodies(self, body: cst.CSTNode, depth: int) -> Iterator[cst.CSTNode]:
+        """``body`` and the bodies of the functions it calls (three calls deep)."""
+        yield body
+        if depth < 3:
+            for node in self.a.subtree(body):
+                if isinstance(node, cst.Call) and self.a.under(node, body):
+                    fn = self._callee(node)
+                    if fn is not None and fn.body is not body and isinstance(fn.body, cst.IndentedBlock):
+                        yield from self._bodies(fn.body, depth + 1)
+
+    def _loader_refs(self, loop: cst.For, body: cst.CSTNode, depth: int) -> Iterator[tuple[cst.CSTNode, LoaderInfo]]:
+        """Uses of distributed loaders in ``body`` that belong to ``loop`` (not to an inner epoch
+        loop), also inside the functions and methods it calls (loaders of ``self`` or globals)."""
+        for node in self.a.subtree(body):
+            if not self.a.under(node, body):
+                continue
+            if depth == 0 and next((a for a in self.a.ancestors(node) if self._is_epoch_loop(a)), None) is not loop:
+                continue
+            if isinstance(node, cst.Call) and depth < 3:
+                fn = self._callee(node)
+                if fn is not None and fn.body is not body and isinstance(fn.body, cst.IndentedBlock):
+                    yield from self._loader_refs(loop, fn.body, depth + 1)
+                continue
+            if not isinstance(node, (cst.Name, cst.Attribute)):
+                continue
+            parent = self.a.parent.get(id(node))
+            if isinstance(parent, (cst.AssignTarget, cst.Attribute)) and (
+                    not isinstance(parent, cst.Attribute) or parent.value is node):
+                continue
+            info = self.loader_of(node, node)
+            if info is None or not info.distributed:
+                continue
+            if depth > 0 and self.a.key_of(node, loop) != self.a.key_of(node, node):
+                continue  # a local of the called function: not visible in the loop
+            yield node, info
 
     def _uses_loader(self, loop: cst.For) -> bool:
         return any(isinstance(n, (cst.Name, cst.Attribute)) and self.a.under(n, loop.body)
@@ -1037,12 +1123,14 @@ class Converter:
                     return updated.with_changes(func=updated.func.with_changes(value=inner))
 
                 self.plan.replace[id(call)] = unwrap
-                self.plan.record("ddp", f"load_state_dict into the model inside the DistributedDataParallel wrapper", lk)
+                self.plan.record("ddp", "load_state_dict into the model inside the DistributedDataParallel wrapper", lk)
 
     def _ddp_sites(self) -> list[cst.CSTNode]:
         """Assignments and device moves of the target in the scope where it is built."""
         a = self.a
         sites = a.target_sites
+        if not sites:
+            return []
         scopes: list[cst.CSTNode] = []
         for s in sites:
             scope = a.function_of(s) or a.module
@@ -1126,9 +1214,15 @@ class Converter:
             if not call.args or a.in_helpers(call):
                 continue
             obj = call.args[0].value
-            refs = [n for n in [obj, *a.subtree(obj)] if a.is_target(n) and not (
-                    isinstance(a.parent.get(id(n)), cst.Attribute) and a.parent[id(n)].value is n
-                    and a.is_target(a.parent[id(n)]))]
+            refs = self._target_refs(obj)
+            if not refs and isinstance(obj, cst.Name):
+                # `ckp = model.state_dict()` ... `torch.save(ckp, path)` in the same function
+                scope = a.function_of(call)
+                for node in a.subtree(scope) if scope is not None else a.nodes:
+                    if (isinstance(node, cst.Assign) and a.function_of(node) is scope
+                            and any(isinstance(t.target, cst.Name) and t.target.value == obj.value for t in node.targets)
+                            and a.span[id(node)][0] < a.span[id(call)][0]):
+                        refs = self._target_refs(node.value)
             if not refs:
                 continue
             unwrap_refs = [r for r in refs if not self._unwrapped(r)]
@@ -1146,6 +1240,12 @@ class Converter:
             line = self._sole_expr_statement(call)
             if line is not None and not a.guarded_by(call, "rank"):
                 self.plan.record("rank0", "torch.save on rank 0 only", self._guard_line(line, "npu_rank() == 0"))
+
+    def _target_refs(self, expr: cst.BaseExpression) -> list[cst.CSTNode]:
+        a = self.a
+        return [n for n in [expr, *a.subtree(expr)] if a.is_target(n) and not (
+                isinstance(a.parent.get(id(n)), cst.Attribute) and a.parent[id(n)].value is n
+                and a.is_target(a.parent[id(n)]))]
 
     def _guard_line(self, line: cst.SimpleStatementLine, condition: str) -> str:
         """Plan ``if condition:`` around ``line``; the key of the record anchor."""
@@ -1345,9 +1445,9 @@ class Converter:
         top_level = [s for s in self.edit_sites if a.function_of(s) is None and a.class_of(s) is None]
         if top_level:
             first = min(top_level, key=lambda s: a.nodes.index(s))
-            if main_block is not None and a._inside_node(first, main_block):
+            if main_block is not None and a.within(first, main_block):
                 return "prepend", main_block.body
-            stmt = next((s for s in self.module.body if s is first or a._inside_node(first, s)), None)
+            stmt = next((s for s in self.module.body if s is first or a.within(first, s)), None)
             return ("before", stmt) if stmt is not None else None
         fn = self._main_function()
         if fn is not None and isinstance(fn.body, cst.IndentedBlock):
@@ -1366,12 +1466,6 @@ class Converter:
             return "prepend", main.body
         return None
 
-
-def _inside_node(self: Analysis, node: cst.CSTNode, top: cst.CSTNode) -> bool:
-    return node is top or any(a is top for a in self.ancestors(node))
-
-
-Analysis._inside_node = _inside_node  # type: ignore[attr-defined]
 
 
 class _Apply(cst.CSTTransformer):

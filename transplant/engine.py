@@ -15,7 +15,8 @@ from typing import Iterable, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from .rules import Rule, RuleSet
+from .nesting import nesting_error
+from .rules import Rule, RuleSet, may_hide_words
 
 # Stable codes, listed in README.
 CODES = {
@@ -46,6 +47,8 @@ DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
 DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
 DEVICE_PREFIX = "cuda:"
 DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location)$", re.IGNORECASE)
+TYPE_STRING_PREFIX = "torch.cuda."
+BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
 GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device"})
 
 
@@ -243,6 +246,42 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def is_device_template(node: cst.BaseExpression) -> bool:
+    """A device string computed from a template: f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i,
+    "cuda:" + str(i)."""
+    if isinstance(node, cst.FormattedString):
+        parts = node.parts
+        return (len(parts) == 2 and isinstance(parts[0], cst.FormattedStringText) and parts[0].value == DEVICE_PREFIX
+                and isinstance(parts[1], cst.FormattedStringExpression))
+    if isinstance(node, cst.Call):
+        func = node.func
+        return (isinstance(func, cst.Attribute) and func.attr.value == "format"
+                and (value := string_value(func.value)) is not None and DEVICE_TEMPLATE.match(value) is not None)
+    if isinstance(node, cst.BinaryOperation):
+        value = string_value(node.left)
+        if isinstance(node.operator, cst.Modulo):
+            return value is not None and DEVICE_TEMPLATE.match(value) is not None
+        if isinstance(node.operator, cst.Add):
+            return value == DEVICE_PREFIX
+    return False
+
+
+def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """'nccl' -> 'hccl' in a backend value (also in conditional expressions, lists and tuples)."""
+    if isinstance(node, cst.SimpleString):
+        return replace_string(node, "nccl", "hccl") if string_value(node) == "nccl" else None
+    if isinstance(node, cst.IfExp):
+        body, orelse = rewrite_backend_expr(node.body), rewrite_backend_expr(node.orelse)
+        if body is None and orelse is None:
+            return None
+        return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
+    if isinstance(node, (cst.List, cst.Tuple)):
+        elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_backend_expr(el.value))
+                    else el for el in node.elements]
+        return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+    return None
+
+
 def literal_equals(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression) -> bool:
     """Does ``node`` have the value of the rule literal (strings compare by value)?"""
     wanted = string_value(literal_node)
@@ -299,7 +338,7 @@ def _walk_statements(body: Sequence[cst.CSTNode]) -> Iterable[cst.BaseSmallState
         if isinstance(stmt, cst.SimpleStatementLine):
             yield from stmt.body
         elif isinstance(stmt, cst.BaseCompoundStatement):
-            inner = stmt.body
+            inner = getattr(stmt, "body", None)  # a match statement has only cases
             if isinstance(inner, cst.IndentedBlock):
                 yield from _walk_statements(inner.body)
             elif isinstance(inner, cst.SimpleStatementSuite):
@@ -351,10 +390,17 @@ def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
                 b.rewritten[local] = new_qualified
                 alias = alias.with_changes(name=make_dotted(new_qualified))
                 changed = True
-                notes.append(f"{qualified} -> {new_qualified}")
+                notes.append(f"{qualified} -> {new_qualified}{_rule_note(found[1])}")
         else:
             root = qualified.split(".")[0]
             b.original.setdefault(root, root)
+            found = rules.new_name(qualified)
+            # "import a.old" binds "a": it can become "import a.new" only while the root stays
+            if found is not None and found[0] != qualified and found[0].split(".")[0] == root:
+                rules_used.append(found[1])
+                alias = alias.with_changes(name=make_dotted(found[0]))
+                changed = True
+                notes.append(f"{qualified} -> {found[0]}")
         new_aliases.append(alias)
     if changed:
         b.plans[id(node)] = ImportPlan([node.with_changes(names=new_aliases)], "import " + ", ".join(notes),
@@ -394,7 +440,7 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
             continue
         rules_used.append(found[1])
         b.rewritten[local] = new_qualified
-        notes.append(f"{qualified} -> {new_qualified}")
+        notes.append(f"{qualified} -> {new_qualified}{_rule_note(found[1])}")
         if new_name == local:
             new_alias = alias.with_changes(name=cst.Name(new_name), asname=None)
         else:
@@ -416,6 +462,21 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
     b.plans[id(node)] = ImportPlan(statements, "from-import " + ", ".join(notes),
                                    [n for n in _locals(node) if n in b.rewritten],
                                    any(_targets_npu(r) for r in rules_used))
+
+
+def _rule_note(rule: Rule) -> str:
+    return f" ({rule['message']})" if rule.get("message") else ""
+
+
+def _target_names(node: cst.BaseExpression) -> set[str]:
+    """Names bound by an assignment or loop target: ``x``, ``(a, [b, *c])``."""
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(e.value) for e in node.elements)) if node.elements else set()
+    if isinstance(node, cst.StarredElement):
+        return _target_names(node.value)
+    return set()
 
 
 def _targets_npu(rule: Rule) -> bool:
@@ -462,6 +523,7 @@ class _LineTracker(CodegenState):
         self._done = 0
         self._line = 1
         self._col = 0
+        self.stop_early = True  # stop the code generation once every target is placed
 
     def _where(self) -> tuple[int, int]:
         if self._done < len(self.tokens):
@@ -489,6 +551,12 @@ class _LineTracker(CodegenState):
             line, col = self._open.pop(key)
             end_line, end_col = self._where()
             self.positions[key] = (line, col + 1, end_line, end_col + 1)
+            if self.stop_early and len(self.positions) == len(self.targets):
+                raise _AllPlaced
+
+
+class _AllPlaced(Exception):
+    """Every target has its position: the rest of the code generation is not needed."""
 
 
 def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int, int, int]]:
@@ -496,8 +564,19 @@ def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int
     if not targets:
         return {}
     state = _LineTracker(module, targets)
-    module._codegen(state)
+    try:
+        module._codegen(state)
+    except _AllPlaced:
+        pass
     return state.positions
+
+
+def positions_and_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, tuple[int, int, int, int]], str]:
+    """node_positions, and ``module.code`` from the same pass of code generation."""
+    state = _LineTracker(module, {id(n) for n in nodes})
+    state.stop_early = False
+    module._codegen(state)
+    return state.positions, "".join(state.tokens)
 
 
 # --------------------------------------------------------------------------- the transformer
@@ -520,9 +599,11 @@ class _Pending:
 class Converter(cst.CSTTransformer):
     """Applies every rule in one traversal and collects pending records."""
 
-    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int]) -> None:
+    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int],
+                 inert: dict[int, frozenset[bytes]] | None = None) -> None:
         super().__init__()
         self.module = module
+        self.inert = inert or {}  # top-level statements not visited (see inert_statements)
         self.rules = rules
         self.b = bindings
         self.excluded = excluded
@@ -535,7 +616,19 @@ class Converter(cst.CSTTransformer):
         self.touched: set[str] = set()  # import-bound names with a reference rewritten away
         self.needs_npu = False
         self.needs_imports: set[str] = set()
+        self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
+        self.call_args: set[int] = set()  # argument values: their call handles device templates
         self._parsed: dict[str, cst.BaseExpression] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.inert:
+            return False
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        if id(original_node) in self.inert:
+            return updated_node
+        return super().on_leave(original_node, updated_node)
 
     # ---- records
 
@@ -548,6 +641,8 @@ class Converter(cst.CSTTransformer):
             return False
         code = CODES[kind]
         operation = OPERATION.get(kind, "")
+        if level == "fix" and rule is not None and rule.get("message"):
+            message = f"{message} ({rule['message']})"  # what the rule's author wants users to know
         suggestion = ""
         if rule is not None and level != "fix":
             suggestion = rule.get("suggestion", "")
@@ -600,6 +695,22 @@ class Converter(cst.CSTTransformer):
         self.shadow.pop()
         return updated_node
 
+    # comprehension variables shadow imported names inside the comprehension
+    def _comp_enter(self, node) -> None:
+        names: set[str] = set()
+        comp = node.for_in
+        while comp is not None:
+            names |= _target_names(comp.target)
+            comp = comp.inner_for_in
+        self.shadow.append(names)
+
+    def _comp_leave(self, original_node, updated_node):
+        self.shadow.pop()
+        return updated_node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comp_enter
+    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _comp_leave
+
     @staticmethod
     def _params(params: cst.Parameters) -> set[str]:
         names = set()
@@ -619,11 +730,21 @@ class Converter(cst.CSTTransformer):
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:
             self.skip_names.add(id(node.keyword))
+        self.call_args.add(id(node.value))
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if isinstance(node.names, cst.ImportStar) and id(node) not in self.b.plans and not node.relative \
+                and node.module is not None:
+            module = import_module_name(node.module)
+            prefix = module + "."
+            if any(name.startswith(prefix) for name in self.rules.rename_q):
+                # the names a star import binds are invisible here: their uses cannot be converted
+                self.pending.append(_Pending(node, CODES["note"], "note", "", f"from {module} import *: the names "
+                                             "it binds are not converted; import the ones you use by name",
+                                             "builtin", api=f"{module}.*"))
         return False
 
     # ---- references
@@ -677,6 +798,9 @@ class Converter(cst.CSTTransformer):
             if unsupported is not None:
                 self._finding(nodes[k - base_len], old, unsupported)
                 break
+        else:
+            if len(parts) > 1:  # net.is_cuda with net imported: the attribute rule still applies
+                self._attribute_rule(node, parts)
         self.uses[root] = self.uses.get(root, 0) + 1
 
     def _spell(self, root: str, new: str) -> str:
@@ -724,8 +848,13 @@ class Converter(cst.CSTTransformer):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = original_node.func
+        if is_device_template(original_node):  # "cuda:{}".format(i)
+            return self._template(original_node, updated_node)
         qualified = self.resolve(func)
-        method = func.attr.value if isinstance(func, cst.Attribute) and qualified is None else None
+        # x.cuda() is a method call also when x comes from an import ("from models import net"),
+        # unless a name rule rewrote the callee (torch.cuda.synchronize)
+        method = (func.attr.value if isinstance(func, cst.Attribute)
+                  and (qualified is None or id(func) not in self.replacements) else None)
         bare = None
         parts = dotted_parts(func)
         if parts is not None:
@@ -756,20 +885,29 @@ class Converter(cst.CSTTransformer):
             changed |= self._env_keywords(original_node, args)
 
         new_func = updated_node.func
-        if method is not None:
-            rule = self.rules.rename_method.get(method)
-            if rule is not None:
-                new = rule["new_name"].rsplit(".", 1)[-1]
-                if self.record(func.attr, "method", f".{method}() -> .{new}()", rule, api=method, new=new):
-                    new_func = new_func.with_changes(attr=cst.Name(new))
-                    changed = True
-            elif method in self.rules.unsupported_method:
-                self._finding(func.attr, method, self.rules.unsupported_method[method])
-        elif bare is not None and qualified is None and bare in self.rules.rename_bare:
-            rule = self.rules.rename_bare[bare]
+        method_rule = self.rules.rename_method.get(method) if method is not None else None
+        if method_rule is not None:
+            new = method_rule["new_name"].rsplit(".", 1)[-1]
+            if self.record(func.attr, "method", f".{method}() -> .{new}()", method_rule, api=method, new=new):
+                new_func = new_func.with_changes(attr=cst.Name(new))
+                changed = True
+        elif method is not None and method in self.rules.unsupported_method:
+            self._finding(func.attr, method, self.rules.unsupported_method[method])
+        # A bare (seed-style) name matches the last name of a call: f(...), x.f(...), mod.f(...).
+        # A plain f(...) whose f an import binds is left alone: renaming the call alone would break it.
+        last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
+        if (method_rule is None and last is not None and last in self.rules.rename_bare
+                and id(func) not in self.replacements and (isinstance(func, cst.Attribute) or qualified is None)):
+            rule = self.rules.rename_bare[last]
             new = rule["new_name"]
-            if self.record(func, "rename", f"{bare} -> {new}", rule, api=bare, new=new):
-                new_func = cst.Name(new) if isinstance(new_func, cst.Name) else new_func.with_changes(attr=cst.Name(new))
+            anchor = func.attr if isinstance(func, cst.Attribute) else func
+            if self.record(anchor, "rename", f"{last} -> {new}", rule, api=last, new=new):
+                if isinstance(new_func, cst.Name):
+                    new_func = make_dotted(new)
+                    if "." in new:
+                        self._need_root(new)
+                else:
+                    new_func = new_func.with_changes(attr=cst.Name(new.rsplit(".", 1)[-1]))
                 changed = True
         if not changed:
             return updated_node
@@ -850,6 +988,7 @@ class Converter(cst.CSTTransformer):
         names = set(rule.get("arg_names", [])) if rule is not None else set()
         names |= GENERIC_DEVICE_KEYWORDS
         positional = 0
+        given = False  # the call passes the rule's device argument
         for i, arg in enumerate(args):
             target = False
             if arg.keyword is None and not arg.star:
@@ -858,12 +997,32 @@ class Converter(cst.CSTTransformer):
             elif arg.keyword is not None:
                 kw = arg.keyword.value
                 target = kw in names or (bare == "add_argument" and kw in ("default", "choices"))
-            if not target:
+            given = given or (rule is not None and target) or bool(arg.star)
+            if not target and is_device_template(call.args[i].value):
+                rule_here = None  # a computed device string given to any other argument
+            elif not target:
                 continue
+            else:
+                rule_here = rule
             new = rewrite_device_expr(arg.value)
-            if new is not None and self.record(call.args[i].value, "device", "device string cuda -> npu", rule,
+            if new is not None and self.record(call.args[i].value, "device", "device string cuda -> npu", rule_here,
                                                new=cst.Module([]).code_for_node(new)):
                 args[i] = arg.with_changes(value=new)
+                changed = True
+            elif new is None and bare == "add_argument" and arg.keyword is not None:
+                # parser.add_argument("--dist-backend", default="nccl"): the value reaches
+                # init_process_group(backend=...) later
+                new = self._backend_value(arg.value, call.args[i].value)
+                if new is not None:
+                    args[i] = arg.with_changes(value=new)
+                    changed = True
+        if rule is not None and rule.get("default_cuda") and idx == 0 and not given:
+            # torch.amp.GradScaler() means GradScaler("cuda"): say "npu"
+            if self.record(call.func, "device", "device defaults to cuda: pass 'npu'", rule, new='"npu"'):
+                first = cst.Arg(cst.SimpleString('"npu"'))
+                if args:
+                    first = first.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                args.insert(0, first)
                 changed = True
         return changed
 
@@ -884,34 +1043,79 @@ class Converter(cst.CSTTransformer):
             return new
         return None
 
+    def _backend_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
+        new = rewrite_backend_expr(value)
+        if new is not None and self.record(anchor, "args", "collective backend nccl -> hccl", None,
+                                           new=cst.Module([]).code_for_node(new)):
+            return new
+        return None
+
+    def _named_value(self, name: str | None, value: cst.BaseExpression,
+                     anchor: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The new value given to a variable, parameter or dict key called ``name``."""
+        if name is None:
+            return None
+        if DEVICE_NAME.search(name):
+            return self._device_value(value, anchor)
+        if BACKEND_NAME.search(name):
+            return self._backend_value(value, anchor)
+        return None
+
+    @staticmethod
+    def _target_name(node: cst.BaseExpression) -> str | None:
+        parts = dotted_parts(node)
+        if not parts:
+            return None
+        if len(parts) >= 2 and parts[-1] == "type" and DEVICE_NAME.search(parts[-2]):
+            return parts[-2]  # x.device.type
+        return parts[-1]
+
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
-        if any(self._device_target(t.target) for t in original_node.targets):
-            new = self._device_value(updated_node.value, original_node.value)
+        for target in original_node.targets:
+            new = self._named_value(self._target_name(target.target), updated_node.value, original_node.value)
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
-        if updated_node.value is not None and self._device_target(original_node.target):
-            new = self._device_value(updated_node.value, original_node.value)
+        if updated_node.value is not None:
+            new = self._named_value(self._target_name(original_node.target), updated_node.value, original_node.value)
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
-        if updated_node.default is not None and DEVICE_NAME.search(original_node.name.value):
-            new = self._device_value(updated_node.default, original_node.default)
+        if updated_node.default is not None:
+            new = self._named_value(original_node.name.value, updated_node.default, original_node.default)
             if new is not None:
                 return updated_node.with_changes(default=new)
         return updated_node
 
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.dict_keys.add(id(node.key))
+
     def leave_DictElement(self, original_node: cst.DictElement, updated_node: cst.DictElement) -> cst.DictElement:
-        key = string_value(original_node.key)
-        if key is not None and DEVICE_NAME.search(key):
-            new = self._device_value(updated_node.value, original_node.value)
-            if new is not None:
-                return updated_node.with_changes(value=new)
+        new = self._named_value(string_value(original_node.key), updated_node.value, original_node.value)
+        if new is not None:
+            return updated_node.with_changes(value=new)
         return updated_node
+
+    # ---- computed device strings anywhere: f"cuda:{rank}", "cuda:{}".format(i), "cuda:%d" % i,
+    # "cuda:" + str(i). They can only be devices; a dict key is left alone (map_location keys name
+    # where a checkpoint was saved).
+
+    def _template(self, original_node: cst.BaseExpression, updated_node: cst.BaseExpression) -> cst.BaseExpression:
+        if (id(original_node) in self.dict_keys or id(original_node) in self.call_args
+                or not is_device_template(original_node)):
+            return updated_node
+        new = self._device_value(updated_node, original_node)
+        return new if new is not None else updated_node
+
+    def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
+        return self._template(original_node, updated_node)
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
+        return self._template(original_node, updated_node)
 
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison:
         left_is_device = self._device_target(original_node.left)
@@ -941,6 +1145,16 @@ class Converter(cst.CSTTransformer):
             rule = self.rules.env[value]
             if self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value, new=rule["new_name"]):
                 return replace_string(updated_node, value, rule["new_name"])
+        elif value is not None and value.startswith(TYPE_STRING_PREFIX) and value.endswith("Tensor"):
+            # legacy type names as strings: x.type("torch.cuda.HalfTensor"), x.type() == "...",
+            # torch.set_default_tensor_type("torch.cuda.FloatTensor"); torch_npu registers them
+            # as "torch.npu.<Type>"
+            rule = self.rules.rename_q.get(value)
+            new_name = rule["new_name"] if rule is not None else ""
+            if new_name.startswith("torch_npu.npu.") and "." not in new_name[len("torch_npu.npu."):]:
+                new = "torch.npu." + new_name[len("torch_npu.npu."):]
+                if self.record(original_node, "rename", f"{value} -> {new}", rule, api=value, new=new):
+                    return replace_string(updated_node, value, new)
         return updated_node
 
     # ---- imports
@@ -981,6 +1195,7 @@ class _ImportPruner(cst.CSTTransformer):
         )
         self.replace_torch_cuda = replace_torch_cuda
         self.removed: list[str] = []
+        self.skip: set[int] = set()  # statements without imports, not visited
 
     def notes_for(self, node: cst.Import | cst.ImportFrom) -> list[str]:
         """What pruning does to one import statement (run on the original statements, in order)."""
@@ -994,7 +1209,14 @@ class _ImportPruner(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, (cst.Import, cst.ImportFrom)):
             return False
+        if id(node) in self.skip:
+            return False
         return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        if id(original_node) in self.skip:
+            return updated_node
+        return super().on_leave(original_node, updated_node)
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
         keep = []
@@ -1096,6 +1318,21 @@ def _insertion_index(body: Sequence[cst.BaseStatement]) -> int:
     return index
 
 
+def _is_torch_cuda(module: str) -> bool:
+    return module == "torch.cuda" or module.startswith("torch.cuda.")
+
+
+def _insertion_anchor(module: cst.Module) -> list[cst.CSTNode]:
+    """The original statement new imports follow (its first small statement), if any."""
+    index = _insertion_index(module.body)
+    if index == 0:
+        return []
+    anchor = module.body[index - 1]
+    if isinstance(anchor, cst.SimpleStatementLine) and anchor.body:
+        anchor = anchor.body[0]
+    return [anchor]
+
+
 def _insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str | None) -> cst.Module:
     """Insert ``import NAME`` lines after the converted form of the original anchor statement.
 
@@ -1116,6 +1353,9 @@ def _insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str |
 
 
 def parse(source: bytes) -> cst.Module:
+    deep = nesting_error(source)  # libcst's native parser would overflow the C stack (SIGSEGV)
+    if deep is not None:
+        raise SourceError(f"source is nested too deeply to parse: {deep[0]}", deep[1])
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -1140,15 +1380,69 @@ def skipped_lines(source: bytes) -> set[int]:
     return {i + 1 for i, line in enumerate(source.splitlines()) if SKIP_LINE.search(line)}
 
 
+_COMPOUND_AST = tuple(getattr(ast, name) for name in (
+    "FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
+    "TryStar", "Match") if hasattr(ast, name))
+
+
+def inert_statements(module: cst.Module, source: bytes, rules: RuleSet) -> dict[int, frozenset[bytes]]:
+    """Top-level statements in which no rule can change or report anything (by id), with the
+    identifier words of their lines. The converter does not visit them: visiting every node is
+    most of the cost of a conversion, and most statements of a CUDA file do not touch CUDA.
+
+    A statement is inert when the rules' pre-filter rejects its lines, with each import-bound name
+    in them standing also for the parts of its qualified name (``tc`` for ``torch.cuda``), which
+    is what the pre-filter's soundness argument needs (rules.RuleSet._triggers). Line spans come
+    from CPython's parser, which is fast; when it disagrees with libcst about the statements, or
+    the file could spell words through escapes, nothing is inert.
+    """
+    body = module.body
+    if len(body) < 2 or may_hide_words(source):
+        return {}
+    try:
+        tree = compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
+        return {}
+    spans: list[list] = []  # [first line, last line, simple] per libcst top-level statement
+    simple_end = None
+    for stmt in tree.body:
+        simple = not isinstance(stmt, _COMPOUND_AST)
+        if simple and simple_end is not None and stmt.lineno == simple_end:
+            spans[-1][1] = stmt.end_lineno  # "a = 1; b = 2" is one libcst statement
+        else:
+            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+            spans.append([first, stmt.end_lineno, simple])
+        simple_end = stmt.end_lineno if simple else None
+    if len(spans) != len(body) or any(isinstance(stmt, cst.SimpleStatementLine) != span[2]
+                                      for stmt, span in zip(body, spans)):
+        return {}
+    aliases = {local.encode(): frozenset(p.encode() for p in qualified.split("."))
+               for local, qualified in analyse_imports(module, rules).original.items()}
+    lines = source.splitlines(keepends=True)
+    inert = {}
+    for stmt, (first, last, _simple) in zip(body, spans):
+        words = rules.inert_words(b"".join(lines[first - 1:last]), aliases)
+        if words is not None:
+            inert[id(stmt)] = words
+    return inert
+
+
+def _uses_in_inert(conv: "Converter", inert: dict[int, frozenset[bytes]]) -> bool:
+    """Might an unvisited statement use a name whose visited uses were all rewritten away?"""
+    unused = [name.encode() for name in conv.touched if conv.uses.get(name, 0) == 0]
+    return any(name in words for name in unused for words in inert.values())
+
+
 def convert(source: bytes, rules: RuleSet) -> Conversion:
     """Convert one Python source. Raises SourceError when it does not parse."""
     if SKIP_FILE.search(source[:4096]) and any(SKIP_FILE.search(l) for l in source.splitlines()[:30]):
         return Conversion(None, [])
     module = parse(source)
     skip = skipped_lines(source)
+    inert = inert_statements(module, source, rules)
     excluded: set[int] = set()
     for _attempt in range(3):
-        result, hit = _convert_once(module, rules, excluded, skip)
+        result, hit = _convert_once(module, rules, excluded, skip, inert, source)
         if not hit:
             break
         excluded |= hit
@@ -1158,7 +1452,9 @@ def convert(source: bytes, rules: RuleSet) -> Conversion:
     return result
 
 
-def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int]) -> tuple[Conversion, set[int]]:
+def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int],
+                  inert: dict[int, frozenset[bytes]] | None = None,
+                  source: bytes | None = None) -> tuple[Conversion, set[int]]:
     bindings = analyse_imports(module, rules)
     for node in bindings.import_nodes:
         plan = bindings.plans.get(id(node))
@@ -1166,16 +1462,34 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             del bindings.plans[id(node)]
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
-    conv = Converter(module, rules, bindings, excluded)
+    conv = Converter(module, rules, bindings, excluded, inert)
     try:
         new_module = module.visit(conv)
+        if inert and _uses_in_inert(conv, inert):
+            # an import whose rewritten uses were all visited may still be used in a statement
+            # that was not: count exactly, visiting everything
+            conv = Converter(module, rules, bindings, excluded)
+            new_module = module.visit(conv)
     except RecursionError:
         raise SourceError("source is nested too deeply to convert") from None
     pending = conv.pending
     if not pending:
         return Conversion(None, []), set()
 
-    positions = node_positions(module, [p.anchor for p in pending])
+    # one pass of code generation places the records, the imports that may be removed, and the
+    # statement new imports follow
+    if not any(p.level == "fix" for p in pending):  # findings only: nothing is rewritten
+        positions, original_bytes = node_positions(module, [p.anchor for p in pending]), b""
+    elif source is not None and not source.endswith(b"\r"):
+        # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
+        # is the source, and code generation can stop once the last record is placed
+        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes,
+                                            *_insertion_anchor(module)])
+        original_bytes = source
+    else:
+        positions, original_code = positions_and_code(module, [*(p.anchor for p in pending), *bindings.import_nodes,
+                                                               *_insertion_anchor(module)])
+        original_bytes = original_code.encode(module.encoding)
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
     if hit:
         return Conversion(None, []), hit
@@ -1204,28 +1518,31 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             anchor = module.body[index - 1]
             if isinstance(anchor, cst.SimpleStatementLine) and anchor.body:
                 anchor = anchor.body[0]  # skip the blank lines and comments above it
-            line = node_positions(module, [anchor]).get(id(anchor), (1,))[0]
+            line = positions.get(id(anchor), (1,))[0]
         for name in to_import:
             records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
                                   f"add import {name}", "builtin", api=name, new=f"import {name}"))
     unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
     replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
-    if unused or replace_torch_cuda:
+    if unused or (replace_torch_cuda and any(  # else the pruner has nothing to remove
+            isinstance(n, cst.Import) and any(a.asname is None and _is_torch_cuda(import_module_name(a.name)) for a in n.names)
+            for n in bindings.import_nodes)):
         pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
+        pruner.skip = {key for key, words in (inert or {}).items() if b"import" not in words}
         new_module = new_module.visit(pruner)
         if pruner.removed:
             # the same decisions, replayed on the original statements to place one record on each
             replay = _ImportPruner(unused, bindings, replace_torch_cuda)
             notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
             notes = [(n, found) for n, found in notes if found]
-            pos = node_positions(module, [n for n, _ in notes])
+            pos = positions
             for node, found in notes:
                 line = pos.get(id(node), (1, 1, 1, 1))
                 records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
                                       message="remove import of the old namespace: " + "; ".join(found),
                                       rule="builtin", old=_first_line(module.code_for_node(node))))
     new_bytes = new_module.bytes
-    if new_bytes == module.bytes:
+    if new_bytes == original_bytes:  # module.bytes, without generating it again
         return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
     return Conversion(new_bytes, sorted(records, key=_order)), set()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from .engine import CODES, Conversion, Record, SourceError, convert
+from .engine import CODES, SKIP_FILE, Conversion, Record, SourceError, convert
 from .rules import RuleSet
 from .shell import convert_shell
 
@@ -53,7 +53,7 @@ SHELL_CELL = re.compile(r"^\s*(%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
 
 def _shell_lines(text: str, number: int, rules: RuleSet) -> tuple[str, list[Record]]:
     """Environment variables in shell lines (``!cmd``, ``%env``) and ``%%bash`` cells."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     whole = bool(lines) and SHELL_CELL.match(lines[0]) is not None
     records: list[Record] = []
     for i, line in enumerate(lines):
@@ -67,6 +67,14 @@ def _shell_lines(text: str, number: int, rules: RuleSet) -> tuple[str, list[Reco
         if conv.new is not None:
             lines[i] = conv.new.decode("utf-8")
     return "".join(lines), records
+
+
+MAX_RETRIES = 8
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as Jupyter stores them: split after each "\n" only (not at other line breaks)."""
+    return re.findall(r"[^\n]*\n|[^\n]+", text)
 
 
 CELL_MARK = "__transplant_cell__({})"
@@ -91,6 +99,8 @@ def _code_cells(nb: dict) -> list[tuple[int, dict, str]]:
         text = "".join(source) if isinstance(source, list) else str(source)
         if text.lstrip().startswith("%%"):
             continue  # cell magic: the whole cell is not Python
+        if any(SKIP_FILE.search(line) for line in text.encode("utf-8").splitlines()[:30]):
+            continue  # "# transplant: skip-file" in a notebook applies to its cell
         out.append((index, cell, text))
     return out
 
@@ -133,7 +143,7 @@ def _convert_together(cells: list[tuple[int, dict, str]], rules: RuleSet):
     current: int | None = None
     chunks: dict[int, list[str]] = {}
     prefix: list[str] = []  # lines the engine put before the first cell (added imports)
-    for piece in conv.new.decode("utf-8").splitlines(keepends=True):
+    for piece in _lines(conv.new.decode("utf-8")):
         match = _CELL_MARK.match(piece.rstrip("\r\n"))
         if match:
             current = int(match.group(1))
@@ -188,6 +198,8 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
     while isinstance(together, int):
         apart += [c for c in cells if c[0] == together]
         cells = [c for c in cells if c[0] != together]
+        if len(apart) >= MAX_RETRIES:  # many broken cells: no more whole-notebook attempts
+            apart, cells = apart + cells, []
         together = _convert_together(cells, rules) if cells else ({}, [])
     new_texts, records = together
     if apart:
@@ -199,9 +211,9 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         new_text = new_texts.get(number)
-        if rules.env:
-            source = cell.get("source", "")
-            text_now = new_text if new_text is not None else ("".join(source) if isinstance(source, list) else str(source))
+        source = cell.get("source", "")
+        text_now = new_text if new_text is not None else ("".join(source) if isinstance(source, list) else str(source))
+        if rules.env and not any(SKIP_FILE.search(line) for line in text_now.encode("utf-8").splitlines()[:30]):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
                 records.extend(shell_records)
@@ -209,11 +221,13 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         if new_text is None:
             continue
         changed = True
-        cell["source"] = new_text.splitlines(keepends=True) if isinstance(cell.get("source"), list) else new_text
+        cell["source"] = _lines(new_text) if isinstance(cell.get("source"), list) else new_text
     records.sort(key=_record_order)
     if not changed:
         return Conversion(None, records)
     indent, ensure_ascii, newline = _json_style(text)
     out = json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii) + ("\n" if newline else "")
+    if "\r\n" in text:  # a notebook saved with Windows line endings keeps them
+        out = out.replace("\n", "\r\n")
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
     return Conversion(bom + out.encode("utf-8"), records)

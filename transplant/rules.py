@@ -7,6 +7,7 @@ names the engine looks up, built once per process.
 
 from __future__ import annotations
 
+import codecs
 import json
 import keyword
 import re
@@ -18,6 +19,7 @@ from typing import Any, Iterable
 import jsonschema
 import libcst as cst
 
+from .nesting import nesting_error
 from .resources import rules_dir
 
 PYTORCH_VERSIONS = ("2.1", "2.6", "2.7", "2.8")
@@ -91,15 +93,33 @@ class RuleSet:
         """
         if self.trigger_re is not None and self.trigger_re.search(data) is not None:
             return True
-        if _may_hide_words(data):
+        if may_hide_words(data):
             return True
         if self.anchor_re is None or self.anchor_re.search(data) is None:
             return False
-        words = set(_WORD.findall(data))
+        return self._requires_met(set(_WORD.findall(data.removeprefix(codecs.BOM_UTF8))))
+
+    def _requires_met(self, words: set[bytes]) -> bool:
         for anchor in words.intersection(self.requires):
             if any(rest <= words for rest in self.requires[anchor]):
                 return True
         return False
+
+    def inert_words(self, text: bytes, aliases: dict[bytes, frozenset[bytes]]) -> frozenset[bytes] | None:
+        """The identifier words of ``text``, one statement of a file, when no rule can match in it;
+        None when one may. ``aliases`` maps the file's import-bound names to the parts of the
+        qualified names they stand for. The caller has checked the whole file with may_hide_words.
+        """
+        if self.trigger_re is not None and self.trigger_re.search(text) is not None:
+            return None
+        words = set(_WORD.findall(text.removeprefix(codecs.BOM_UTF8)))
+        expanded = set(words)
+        for name in words.intersection(aliases):
+            parts = aliases[name]
+            if self.trigger_re is not None and any(self.trigger_re.search(p) for p in parts):
+                return None  # e.g. "nccl" bound by "import torch.cuda.nccl as nccl"
+            expanded |= parts
+        return None if self._requires_met(expanded) else frozenset(words)
 
 
 # Identifier-like runs of a source; non-ASCII bytes belong to words, as in Python identifiers.
@@ -113,7 +133,7 @@ _ASCII_SUPERSETS = frozenset({b"utf-8", b"utf8", b"utf_8", b"ascii", b"us-ascii"
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
-def _may_hide_words(data: bytes) -> bool:
+def may_hide_words(data: bytes) -> bool:
     """Could ``data`` spell a trigger word without containing its bytes?"""
     if data.startswith((b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff")):  # UTF-16/32 byte order marks
         return True
@@ -155,7 +175,7 @@ def _json_path(error: jsonschema.ValidationError) -> str:
 def read_rule_file(path: Path) -> dict[str, Any]:
     """Read and schema-check one rule file; raise RuleError with a one-line message."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is fine
     except FileNotFoundError:
         raise RuleError(f"{path}: rule file not found") from None
     except IsADirectoryError:
@@ -168,6 +188,8 @@ def read_rule_file(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RuleError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise RuleError(f"{path}: not a rule file: JSON nested too deeply") from None
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
@@ -210,9 +232,11 @@ def _check_python(path: Path, data: dict[str, Any]) -> None:
                     raise RuleError(f"{where}.{key}: {value!r} is not a valid Python name (keyword)")
             for key in ("arg_new", "arg_old"):
                 if key in entry:
+                    if nesting_error(entry[key].encode()):  # would crash libcst's parser
+                        raise RuleError(f"{where}.{key}: expression nested too deeply")
                     try:
                         cst.parse_expression(entry[key])
-                    except cst.ParserSyntaxError:
+                    except (cst.ParserSyntaxError, RecursionError):
                         raise RuleError(f"{where}.{key}: {entry[key]!r} is not a Python expression") from None
 
 
@@ -317,6 +341,7 @@ def _alternation(words: Iterable[bytes]) -> "re.Pattern[bytes] | None":
 # The engine rewrites CUDA device strings ("cuda", "cuda:0", f"cuda:{i}", ...) wherever they are
 # devices, with or without a rule naming the function (engine.DEVICE_STR and friends).
 DEVICE_WORD = "cuda"
+BACKEND_WORD = "nccl"  # engine: variables, parameters and argparse defaults named *backend*
 
 
 def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
@@ -330,16 +355,19 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], dict[bytes, tuple[frozens
     name matches only where each of its parts is spelled as an identifier, either in the
     reference or in the import that binds its prefix (``import torch.cuda as tc``). Bare, method
     and attribute names, and environment variables, are matched as they are spelled. Device-
-    argument rules and generic device keywords act only on strings containing ``cuda``. String
+    argument rules and generic device keywords act only on strings containing ``cuda``, backend
+    values (``backend = "nccl"``) only on ``nccl``. String
     values spelled with escapes are the one way to match without the bytes; may_match checks
     for those separately.
     """
-    words: set[str] = {DEVICE_WORD}
+    words: set[str] = {DEVICE_WORD, BACKEND_WORD}
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
                   rs.args_method, rs.unsupported_method, rs.env):
         words.update(table)
     needs: dict[bytes, set[frozenset[bytes]]] = {}
-    for name in {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q}:
+    # device-argument rules whose device defaults to CUDA act on calls without any "cuda" string
+    default_cuda = {name for name, rule in rs.device_q.items() if rule.get("default_cuda")}
+    for name in {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q, *default_cuda}:
         parts = name.split(".")
         if any(w in p for p in parts for w in words):
             continue  # implied: one of its parts contains a word that is searched anyway

@@ -4,12 +4,15 @@ and the reports. The parent process alone writes; workers only compute."""
 from __future__ import annotations
 
 import gc
+import errno
+import glob
 import logging
 import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -168,6 +171,8 @@ def check_paths(config: Config) -> tuple[Path, Path]:
     result = out_resolved / f"{name}{config.suffix}"
     if src.is_dir() and (result == src or src in result.parents):
         raise UsageError(f"output {result} would be inside the input {src}; choose an output outside it")
+    if result in src.parents:
+        raise UsageError(f"input {src} is inside the result folder {result}; replacing it would delete the input")
     if src.is_file() and src.suffix.lower() not in (".py", ".ipynb", ".sh", ".bash", ".pyw"):
         raise UsageError(f"input {src} is not a Python file or a folder")
     if result.exists() and not config.force:
@@ -185,7 +190,10 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
     """
     src, result = check_paths(config)
     config.output.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{result.name}.", suffix=".partial", dir=result.parent))
+    remove_stale_staging(result)
+    # the staging folder's name carries this process's id, so a later run can tell a folder left by a
+    # killed run (removed) from one another run is still writing (kept)
+    staging = Path(tempfile.mkdtemp(prefix=f".{result.name}.{os.getpid()}.", suffix=".partial", dir=result.parent))
     summary = RunSummary(result)
     user_warn = warn
 
@@ -207,17 +215,51 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
         _write_reports(staging, summary, {e.rel for e in entries})
         if result.exists():
             old = result.with_name(f".{result.name}.old")
-            if old.exists():
-                shutil.rmtree(old)
+            _remove(old)
             result.rename(old)
             staging.rename(result)
-            shutil.rmtree(old, ignore_errors=True)
+            try:
+                _remove(old)
+            except OSError as exc:
+                warn(f"{old}: previous result moved aside but not deleted ({exc.strerror})")
         else:
             staging.rename(result)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        # name the place as the user knows it: the result folder, not the staging folder
+        where = str(exc.filename).replace(str(staging), str(result)) if exc.filename else str(config.output)
+        raise OSError(exc.errno, exc.strerror or str(exc), where) from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return summary
+
+
+def remove_stale_staging(result: Path) -> None:
+    """Delete staging folders of ``result`` left by runs that were killed (their process is gone)."""
+    for path in result.parent.glob(f".{glob.escape(result.name)}.*.partial"):
+        pid = path.name[len(result.name) + 2:].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        _remove(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, link or folder tree of ours; never follows a link."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
 
 
 def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
@@ -232,7 +274,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
         if entry.kind == "link":
             link = os.readlink(source)
             os.symlink(link, target)
-            resolved = (source.parent / link).resolve()
+            resolved = Path(os.path.realpath(source.parent / link))  # no RuntimeError on link loops
             if not (resolved == base or base in resolved.parents):
                 warn(f"{entry.rel}: symbolic link to {link} (outside the input) copied as a link, not followed")
             summary.copied += 1
@@ -252,7 +294,10 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
         if res.new is None:
             _copy(source, target, summary, warn, res.path)
         else:
-            target.write_bytes(res.new)
+            try:
+                target.write_bytes(res.new)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror, str(target)) from exc
             _copy_mode(source, target)
             res.new = b""  # written: memory holds the files in flight, not every converted file
         summary.results.append(res)
@@ -294,12 +339,17 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list, rules: RuleSet, chunk: int, 
     pending: deque[Future | list[FileResult]] = deque()
     in_flight = 0
     batch: list = []
+    started = False
 
     def submit() -> None:
-        nonlocal in_flight, batch
+        nonlocal in_flight, batch, started
         pending.append(pool.submit(_work_chunk, batch))
         in_flight += 1
         batch = []
+        if not started:
+            # the workers are forked at the first submit; only then is a thread safe to start
+            started = True
+            threading.Thread(target=_preload_report_modules, daemon=True).start()
 
     def ready(block: bool) -> Iterator[FileResult]:
         nonlocal in_flight
@@ -333,11 +383,26 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list, rules: RuleSet, chunk: int, 
         yield from ready(block=True)
 
 
+def _preload_report_modules() -> None:
+    """Import the spreadsheet writer while the workers convert: importing it takes a third of a
+    second, which would otherwise come after the last file."""
+    try:
+        import openpyxl.styles  # noqa: F401
+        import openpyxl.utils  # noqa: F401
+    except Exception:  # reports.py imports it again and reports any problem
+        pass
+
+
+_WRITE_FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+
+
 def _copy(source: Path, target: Path, summary: RunSummary, warn, rel: str) -> None:
     try:
         shutil.copy2(source, target, follow_symlinks=False)
         summary.copied += 1
     except OSError as exc:
+        if exc.errno in _WRITE_FATAL:  # the output is full or read-only: the run cannot succeed
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
         warn(f"{rel}: cannot copy ({exc.strerror})")
         summary.results.append(FileResult(rel, file_kind(rel), error=f"cannot copy: {exc.strerror}"))
 
