@@ -172,8 +172,12 @@ def _json_path(error: jsonschema.ValidationError) -> str:
     return out or "(top level)"
 
 
-def read_rule_file(path: Path) -> dict[str, Any]:
-    """Read and schema-check one rule file; raise RuleError with a one-line message."""
+def read_rule_file(path: Path, *, validate: bool = True) -> dict[str, Any]:
+    """Read and schema-check one rule file; raise RuleError with a one-line message.
+
+    ``validate=False`` is for the shipped built-in files only: the test suite validates each of
+    them, and skipping the schema check saves about 90 ms on every run (editors, pre-commit).
+    """
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is fine
     except FileNotFoundError:
@@ -190,6 +194,8 @@ def read_rule_file(path: Path) -> dict[str, Any]:
         raise RuleError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise RuleError(f"{path}: not a rule file: JSON nested too deeply") from None
+    if not validate:
+        return data
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
@@ -263,7 +269,7 @@ def load_ruleset(
     files = builtin_files + [Path(p) for p in user_rules]
     rs = RuleSet()
     for number, path in enumerate(files):
-        data = read_rule_file(path)
+        data = read_rule_file(path, validate=number >= len(builtin_files))
         for kind, entries in data["rules"].items():
             for i, entry in enumerate(entries):
                 if entry.get("option") and not options[entry["option"]]:
