@@ -380,8 +380,8 @@ def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
     notes = []
     for alias in node.names:
         qualified = import_module_name(alias.name)
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            local = alias.asname.name.value
+        local = _asname(alias)
+        if local is not None:
             b.original[local] = qualified
             found = rules.new_name(qualified)
             if found is not None:
@@ -426,7 +426,7 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
     rules_used: list[Rule] = []
     for alias in node.names:
         name = alias.name.value if isinstance(alias.name, cst.Name) else import_module_name(alias.name)
-        local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+        local = _asname(alias) or name
         qualified = f"{module}.{name}"
         b.original[local] = qualified
         found = rules.new_name(qualified)
@@ -484,13 +484,20 @@ def _targets_npu(rule: Rule) -> bool:
     return not rule.user or "torch_npu" in f"{rule.get('parent_module', '')}.{rule.get('new_name', '')}"
 
 
+def _asname(alias: cst.ImportAlias) -> str | None:
+    """The name an ``as`` clause binds, or None when the alias has none."""
+    asname = alias.asname
+    return asname.name.value if asname is not None and isinstance(asname.name, cst.Name) else None
+
+
 def _locals(node: cst.Import | cst.ImportFrom) -> list[str]:
     out = []
     if isinstance(node.names, cst.ImportStar):
         return out
     for alias in node.names:
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            out.append(alias.asname.name.value)
+        local = _asname(alias)
+        if local is not None:
+            out.append(local)
         elif isinstance(alias.name, cst.Name):
             out.append(alias.name.value)
         else:
@@ -1222,7 +1229,7 @@ class _ImportPruner(cst.CSTTransformer):
         keep = []
         for alias in updated_node.names:
             module = import_module_name(alias.name)
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else None
+            local = _asname(alias)
             if local is not None and local in self.unused:
                 self.removed.append(f"import {module} as {local}")
                 continue
@@ -1243,7 +1250,7 @@ class _ImportPruner(cst.CSTTransformer):
             return updated_node
         keep = []
         for alias in updated_node.names:
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else (
+            local = _asname(alias) or (
                 alias.name.value if isinstance(alias.name, cst.Name) else None)
             if local is not None and local in self.unused:
                 self.removed.append(f"from {import_module_name(updated_node.module)} import {local}")
