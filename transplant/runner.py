@@ -369,7 +369,7 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list, rules: RuleSet, chunk: int, 
     for job in jobs:
         settled = _screen(job, rules)
         if settled is None:
-            batch.append(job)
+            batch.append(job[:3] + (False,))  # screened here already: the worker need not scan again
             if len(batch) >= chunk:
                 submit()
         else:
