@@ -4,9 +4,10 @@
   with and without it, every fixture and every generated snippet gives the same result, except
   that a skipped file which does not parse is not reported as unparsable.
 * It is selective: ordinary PyTorch and plain Python files are not parsed.
-* Inside a parsed file, statements in which no rule can match are not visited, positions come
-  from one early-stopping pass, and the import pruner runs only when it has something to remove:
-  the results equal those of the full traversal.
+* Inside a parsed file, statements in which no rule can match are folded away before libcst
+  parses it (transplant.skeleton), positions come from one early-stopping pass, and the import
+  pruner runs only when it has something to remove: the results equal those of converting the
+  whole source with every node visited.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, cached_ruleset
 from transplant import engine
 from transplant.filetypes import FileResult, convert_file, file_kind
+from transplant.skeleton import skeleton
 
 OPTION_SETS = [{}, {"specify_device": True, "similar": True}, {"pytorch_version": "2.1"}]
 
@@ -200,8 +202,8 @@ def _reference_convert(source: bytes, rules, monkeypatch: pytest.MonkeyPatch) ->
     in full for positions and comparison, the import pruner always run when it may be."""
     full_once = engine._convert_once
     with monkeypatch.context() as m:
-        m.setattr(engine, "inert_statements", lambda *args: {})
-        m.setattr(engine, "_convert_once", lambda module, rules, excluded, skip, inert=None, source=None:
+        m.setattr(engine, "skeleton", lambda *args: None)
+        m.setattr(engine, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None:
                   full_once(module, rules, excluded, skip, None, None))
         m.setattr(engine, "_is_torch_cuda", lambda name: True)
         return engine.convert(source, rules)
@@ -252,13 +254,12 @@ def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch:
     rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "zlib_gpu.launch", '
                          '"new_name": "npulib.launch"}]}}', encoding="utf-8")
     rules = cached_ruleset((str(rule_file),))
-    # the one visited use of "z" is rewritten away; "def b" is not visited, and still uses "z"
+    # the one visited use of "z" is rewritten away; "def b" is folded away, and still uses "z"
     source = b"import zlib_gpu as z\n\n\ndef a():\n    z.launch()\n\n\ndef b():\n    return z.other\n"
-    module = engine.parse(source)
-    inert = engine.inert_statements(module, source, rules)
-    assert [module.code_for_node(s).strip()[:5] for s in module.body if id(s) in inert] == ["impor", "def b"]
+    skel = skeleton(source, rules)
+    assert skel is not None and [fold.split(b"(")[0] for fold in skel.folds] == [b"def b"]
     out = engine.convert(source, rules).new
     assert b"import zlib_gpu as z\n" in out and b"npulib.launch()" in out
     assert out == _reference_convert(source, rules, monkeypatch).new
-    monkeypatch.setattr(engine, "_uses_in_inert", lambda conv, inert: False)
+    monkeypatch.setattr(engine, "_used_in_folds", lambda conv, skel: False)
     assert b"import zlib_gpu as z\n" not in engine.convert(source, rules).new  # what the check prevents

@@ -16,7 +16,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .nesting import nesting_error
-from .rules import Rule, RuleSet, may_hide_words
+from .rules import Rule, RuleSet
+from .skeleton import Skeleton, skeleton
 
 # Stable codes, listed in README.
 CODES = {
@@ -606,11 +607,9 @@ class _Pending:
 class Converter(cst.CSTTransformer):
     """Applies every rule in one traversal and collects pending records."""
 
-    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int],
-                 inert: dict[int, frozenset[bytes]] | None = None) -> None:
+    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int]) -> None:
         super().__init__()
         self.module = module
-        self.inert = inert or {}  # top-level statements not visited (see inert_statements)
         self.rules = rules
         self.b = bindings
         self.excluded = excluded
@@ -626,16 +625,6 @@ class Converter(cst.CSTTransformer):
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
         self._parsed: dict[str, cst.BaseExpression] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if id(node) in self.inert:
-            return False
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
-        if id(original_node) in self.inert:
-            return updated_node
-        return super().on_leave(original_node, updated_node)
 
     # ---- records
 
@@ -1202,7 +1191,6 @@ class _ImportPruner(cst.CSTTransformer):
         )
         self.replace_torch_cuda = replace_torch_cuda
         self.removed: list[str] = []
-        self.skip: set[int] = set()  # statements without imports, not visited
 
     def notes_for(self, node: cst.Import | cst.ImportFrom) -> list[str]:
         """What pruning does to one import statement (run on the original statements, in order)."""
@@ -1216,14 +1204,7 @@ class _ImportPruner(cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, (cst.Import, cst.ImportFrom)):
             return False
-        if id(node) in self.skip:
-            return False
         return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
-        if id(original_node) in self.skip:
-            return updated_node
-        return super().on_leave(original_node, updated_node)
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
         keep = []
@@ -1359,10 +1340,10 @@ def _insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str |
 # --------------------------------------------------------------------------- entry point
 
 
-def parse(source: bytes) -> cst.Module:
-    deep = nesting_error(source)  # libcst's native parser would overflow the C stack (SIGSEGV)
-    if deep is not None:
-        raise SourceError(f"source is nested too deeply to parse: {deep[0]}", deep[1])
+def parse(source: bytes, *, checked: bool = False) -> cst.Module:
+    """The libcst module of ``source``; ``checked``: check_nesting(source) has been called."""
+    if not checked:
+        check_nesting(source)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -1381,87 +1362,60 @@ def parse(source: bytes) -> cst.Module:
         raise SourceError("source is nested too deeply to parse") from None
 
 
+def check_nesting(source: bytes) -> None:
+    """Raise SourceError when libcst's native parser would overflow the C stack (SIGSEGV)."""
+    deep = nesting_error(source)
+    if deep is not None:
+        raise SourceError(f"source is nested too deeply to parse: {deep[0]}", deep[1])
+
+
 def skipped_lines(source: bytes) -> set[int]:
     if b"transplant:" not in source:
         return set()
     return {i + 1 for i, line in enumerate(source.splitlines()) if SKIP_LINE.search(line)}
 
 
-_COMPOUND_AST = tuple(getattr(ast, name) for name in (
-    "FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
-    "TryStar", "Match") if hasattr(ast, name))
-
-
-def inert_statements(module: cst.Module, source: bytes, rules: RuleSet) -> dict[int, frozenset[bytes]]:
-    """Top-level statements in which no rule can change or report anything (by id), with the
-    identifier words of their lines. The converter does not visit them: visiting every node is
-    most of the cost of a conversion, and most statements of a CUDA file do not touch CUDA.
-
-    A statement is inert when the rules' pre-filter rejects its lines, with each import-bound name
-    in them standing also for the parts of its qualified name (``tc`` for ``torch.cuda``), which
-    is what the pre-filter's soundness argument needs (rules.RuleSet._triggers). Line spans come
-    from CPython's parser, which is fast; when it disagrees with libcst about the statements, or
-    the file could spell words through escapes, nothing is inert.
-    """
-    body = module.body
-    if len(body) < 2 or may_hide_words(source):
-        return {}
-    try:
-        tree = compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
-        return {}
-    spans: list[list] = []  # [first line, last line, simple] per libcst top-level statement
-    simple_end = None
-    for stmt in tree.body:
-        simple = not isinstance(stmt, _COMPOUND_AST)
-        if simple and simple_end is not None and stmt.lineno == simple_end:
-            spans[-1][1] = stmt.end_lineno  # "a = 1; b = 2" is one libcst statement
-        else:
-            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-            spans.append([first, stmt.end_lineno, simple])
-        simple_end = stmt.end_lineno if simple else None
-    if len(spans) != len(body) or any(isinstance(stmt, cst.SimpleStatementLine) != span[2]
-                                      for stmt, span in zip(body, spans)):
-        return {}
-    aliases = {local.encode(): frozenset(p.encode() for p in qualified.split("."))
-               for local, qualified in analyse_imports(module, rules).original.items()}
-    lines = source.splitlines(keepends=True)
-    inert = {}
-    for stmt, (first, last, _simple) in zip(body, spans):
-        words = rules.inert_words(b"".join(lines[first - 1:last]), aliases)
-        if words is not None:
-            inert[id(stmt)] = words
-    return inert
-
-
-def _uses_in_inert(conv: "Converter", inert: dict[int, frozenset[bytes]]) -> bool:
-    """Might an unvisited statement use a name whose visited uses were all rewritten away?"""
-    unused = [name.encode() for name in conv.touched if conv.uses.get(name, 0) == 0]
-    return any(name in words for name in unused for words in inert.values())
+class _Unfold(Exception):
+    """The skeleton cannot settle this file: convert it whole."""
 
 
 def convert(source: bytes, rules: RuleSet) -> Conversion:
     """Convert one Python source. Raises SourceError when it does not parse."""
     if SKIP_FILE.search(source[:4096]) and any(SKIP_FILE.search(l) for l in source.splitlines()[:30]):
         return Conversion(None, [])
-    module = parse(source)
+    check_nesting(source)
     skip = skipped_lines(source)
-    inert = inert_statements(module, source, rules)
-    excluded: set[int] = set()
-    for _attempt in range(3):
-        result, hit = _convert_once(module, rules, excluded, skip, inert, source)
-        if not hit:
-            break
-        excluded |= hit
+    result = None
+    skel = skeleton(source, rules)
+    if skel is not None:
+        try:
+            result = _convert(cst.parse_module(skel.text), rules, skip, skel)
+        except (_Unfold, cst.ParserSyntaxError):
+            result = None  # (a parse error is reported by parsing the whole source)
+    if result is None:
+        result = _convert(parse(source, checked=True), rules, skip, None, source)
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
     return result
 
 
+def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton | None,
+             source: bytes | None = None) -> Conversion:
+    """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
+    ``source`` itself. Records on lines with a skip comment are dropped with what they change."""
+    excluded: set[int] = set()
+    for _attempt in range(3):
+        result, hit = _convert_once(module, rules, excluded, skip, skel, skel.text if skel is not None else source)
+        if not hit:
+            break
+        excluded |= hit
+    return result
+
+
 def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int],
-                  inert: dict[int, frozenset[bytes]] | None = None,
-                  source: bytes | None = None) -> tuple[Conversion, set[int]]:
+                  skel: Skeleton | None = None, source: bytes | None = None) -> tuple[Conversion, set[int]]:
+    """One conversion of ``module``, whose source is ``source`` (when known)."""
     bindings = analyse_imports(module, rules)
     for node in bindings.import_nodes:
         plan = bindings.plans.get(id(node))
@@ -1469,16 +1423,13 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             del bindings.plans[id(node)]
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
-    conv = Converter(module, rules, bindings, excluded, inert)
+    conv = Converter(module, rules, bindings, excluded)
     try:
         new_module = module.visit(conv)
-        if inert and _uses_in_inert(conv, inert):
-            # an import whose rewritten uses were all visited may still be used in a statement
-            # that was not: count exactly, visiting everything
-            conv = Converter(module, rules, bindings, excluded)
-            new_module = module.visit(conv)
     except RecursionError:
         raise SourceError("source is nested too deeply to convert") from None
+    if skel is not None and _used_in_folds(conv, skel):
+        raise _Unfold
     pending = conv.pending
     if not pending:
         return Conversion(None, []), set()
@@ -1497,6 +1448,8 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         positions, original_code = positions_and_code(module, [*(p.anchor for p in pending), *bindings.import_nodes,
                                                                *_insertion_anchor(module)])
         original_bytes = original_code.encode(module.encoding)
+    if skel is not None:
+        positions = {key: skel.position(pos) for key, pos in positions.items()}
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
     if hit:
         return Conversion(None, []), hit
@@ -1535,7 +1488,6 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             isinstance(n, cst.Import) and any(a.asname is None and _is_torch_cuda(import_module_name(a.name)) for a in n.names)
             for n in bindings.import_nodes)):
         pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
-        pruner.skip = {key for key, words in (inert or {}).items() if b"import" not in words}
         new_module = new_module.visit(pruner)
         if pruner.removed:
             # the same decisions, replayed on the original statements to place one record on each
@@ -1551,7 +1503,18 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     new_bytes = new_module.bytes
     if new_bytes == original_bytes:  # module.bytes, without generating it again
         return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
+    if skel is not None:
+        new_bytes = skel.restore(new_bytes)
+        if new_bytes is None:  # a marker line went missing or was duplicated
+            raise _Unfold
     return Conversion(new_bytes, sorted(records, key=_order)), set()
+
+
+def _used_in_folds(conv: Converter, skel: Skeleton) -> bool:
+    """Might an import whose every use in the skeleton was rewritten away still be used in a
+    folded statement? Only the whole source can count its uses then."""
+    unused = [name.encode() for name in conv.touched if conv.uses.get(name, 0) == 0]
+    return any(name in words for name in unused for words in skel.words)
 
 
 def _imports_module(bindings: Bindings, name: str) -> bool:

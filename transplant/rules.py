@@ -135,6 +135,11 @@ _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 def may_hide_words(data: bytes) -> bool:
     """Could ``data`` spell a trigger word without containing its bytes?"""
+    return foreign_encoding(data) or escapes_words(data)
+
+
+def foreign_encoding(data: bytes) -> bool:
+    """Is ``data`` (a whole source) in an encoding that is not a superset of ASCII?"""
     if data.startswith((b"\xfe\xff", b"\xff\xfe", b"\x00\x00\xfe\xff")):  # UTF-16/32 byte order marks
         return True
     if b"coding" in data[:400]:
@@ -142,6 +147,11 @@ def may_hide_words(data: bytes) -> bool:
         m = _CODING.search(head)
         if m is not None and m.group(1).lower().replace(b"_", b"-") not in _ASCII_SUPERSETS:
             return True
+    return False
+
+
+def escapes_words(data: bytes) -> bool:
+    """Could an escape sequence in ``data`` spell a word character without its byte?"""
     if b"\\" not in data:
         return False
     for m in _ESCAPE.finditer(data):

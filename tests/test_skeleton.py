@@ -1,0 +1,292 @@
+"""Folding statements away before libcst parses a file (transplant.skeleton) never changes a result.
+
+* The skeleton restores to the source byte for byte, is valid Python, and its line map sends every
+  line of it back to the same line of the source.
+* What is folded: statements no rule can match in, at any depth, never an import or the module
+  docstring; what is not: statements sharing lines, suites, ``elif`` clauses.
+* Converting through the skeleton gives the same bytes and the same records as converting the
+  whole source: on every fixture, and on generated nested code in all its line-end, indentation and
+  layout variants.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, cached_ruleset
+from transplant import engine
+from transplant.filetypes import file_kind
+from transplant.skeleton import MARK, skeleton
+
+RULES = cached_ruleset()
+
+
+def whole(source: bytes, rules=RULES, monkeypatch: pytest.MonkeyPatch | None = None) -> engine.Conversion:
+    """The engine converting the whole source (no skeleton)."""
+    mp = monkeypatch or pytest.MonkeyPatch()
+    with mp.context() as m:
+        m.setattr(engine, "skeleton", lambda *args: None)
+        return engine.convert(source, rules)
+
+
+def view(conv: engine.Conversion):
+    return conv.new, [dataclasses.astuple(r) for r in conv.records]
+
+
+def check_skeleton(source: bytes, rules=RULES) -> None:
+    skel = skeleton(source, rules)
+    if skel is None:
+        return
+    assert skel.restore(skel.text) == source
+    ast.parse(skel.text)  # still Python
+    text_lines = skel.text.splitlines()
+    source_lines = source.splitlines()
+    markers = set(skel.starts)
+    for number, line in enumerate(text_lines, 1):
+        if number in markers:
+            assert MARK in line
+        else:
+            assert source_lines[skel.line(number) - 1] == line
+
+
+# --------------------------------------------------------------------------- what is folded
+
+SOURCE = b'''"""Module docstring about cuda."""
+import os
+import torch
+
+
+def plain(a, b):
+    total = a + b
+    return total
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.size = 3
+
+    def forward(self, x):
+        y = x * 2
+        if y.sum() > 0:
+            y = y.cuda()
+        elif y.sum() < 0:
+            y = -y
+        else:
+            pass
+        return y
+
+
+@decorate
+def helper():
+    return os.getcwd()
+
+
+def trainer(model):
+    import torch.cuda as tc  # a local import stays
+    a = 1; b = 2
+    tc.synchronize()
+    if a: c = 3
+'''
+
+
+def folded(source: bytes) -> list[bytes]:
+    skel = skeleton(source, RULES)
+    assert skel is not None
+    return [fold.strip().split(b"\n")[0] for fold in skel.folds]
+
+
+def test_inert_statements_are_folded_at_every_depth() -> None:
+    assert folded(SOURCE) == [
+        b"def plain(a, b):",  # a whole top-level function
+        b"def __init__(self):",  # a method
+        b"y = x * 2",  # a statement in a method
+        b"y = -y",  # the body of an elif clause (the clause itself stays)
+        b"pass",  # the body of an else clause
+        b"return y",
+        b"@decorate",  # decorators go with their function
+        b"a = 1; b = 2",  # statements sharing a line go together
+        b"if a: c = 3",  # a suite goes whole
+    ]
+    check_skeleton(SOURCE)
+
+
+def test_consecutive_folds_share_one_marker() -> None:
+    source = b"import torch\nx = 1\n# a comment\n\ny = 2\nz = torch.cuda.current_device()\nw = 3\n"
+    skel = skeleton(source, RULES)
+    assert skel is not None
+    assert skel.folds == [b"x = 1\n# a comment\n\ny = 2\n", b"w = 3\n"]
+    assert skel.text == b"import torch\n__transplant_folded_0__\nz = torch.cuda.current_device()\n__transplant_folded_1__\n"
+    assert skel.line(3) == 6
+    check_skeleton(source)
+
+
+def test_imports_and_the_docstring_are_never_folded() -> None:
+    source = b'"""Doc."""\nimport torch\ntry:\n    import apex\nexcept ImportError:\n    apex = None\n' \
+             b"x = torch.cuda.is_available()\n"
+    skel = skeleton(source, RULES)
+    assert skel is not None
+    assert skel.folds == [b"    apex = None\n"]
+
+
+def test_an_alias_stands_for_its_qualified_name() -> None:
+    # "tc" names torch.cuda: a statement using it is not inert though it never spells "cuda"
+    source = b"import torch.cuda as tc\n\n\ndef f():\n    return tc.current_device()\n\n\ndef g():\n    return 1\n"
+    assert folded(source) == [b"def g():"]
+
+
+def test_escapes_are_not_folded() -> None:
+    source = b"import torch\nx = torch.zeros(1).to('\\x63uda')\ny = 1\nz = torch.cuda.is_available()\n"
+    assert folded(source) == [b"y = 1"]
+
+
+@pytest.mark.parametrize("source", [
+    b"\xef\xbb\xbfimport torch\nx = 1\ny = torch.cuda.is_available()\n",  # byte order mark
+    b"import torch\r\nx = 1\ny = torch.cuda.is_available()\n",  # mixed line ends
+    b"import torch\rx = 1\ry = torch.cuda.is_available()\r",  # old Mac line ends
+    b"import torch\nx = '__transplant_folded_0__'\ny = torch.cuda.is_available()\n",  # the marker itself
+    b"# -*- coding: latin-1 -*-\nimport torch\nx = 1\ny = torch.cuda.is_available()\n",  # not UTF-8
+    b"import torch\nx = 1\ny = torch.cuda.is_available(\n",  # CPython rejects it
+    b"import torch\ntorch.cuda.synchronize()\n",  # nothing to fold
+])
+def test_no_skeleton(source: bytes) -> None:
+    assert skeleton(source, RULES) is None
+
+
+def test_line_ends_and_missing_final_newline_are_kept() -> None:
+    source = b"import torch\r\n\r\ndef f():\r\n    return 1\r\n\r\nx = torch.cuda.is_available()\r\ny = 2"
+    skel = skeleton(source, RULES)
+    assert skel is not None
+    assert skel.text == (b"import torch\r\n\r\n__transplant_folded_0__\r\n\r\nx = torch.cuda.is_available()\r\n"
+                         b"__transplant_folded_1__")
+    check_skeleton(source)
+    assert engine.convert(source, RULES).new == whole(source).new
+
+
+def test_restore_refuses_a_lost_or_repeated_marker() -> None:
+    source = b"import torch\nx = 1\ny = torch.cuda.is_available()\nz = 2\n"
+    skel = skeleton(source, RULES)
+    assert skel is not None and len(skel.folds) == 2
+    assert skel.restore(skel.text.replace(b"__transplant_folded_1__\n", b"")) is None
+    assert skel.restore(skel.text + b"__transplant_folded_0__\n") is None
+
+
+def test_records_carry_source_lines() -> None:
+    conv = engine.convert(SOURCE, RULES)
+    reference = whole(SOURCE)
+    assert view(conv) == view(reference)
+    lines = SOURCE.splitlines()
+    for record in conv.records:
+        if record.old:
+            assert record.old.strip() in lines[record.line - 1].decode()
+
+
+def test_skip_comments_work_through_folds() -> None:
+    source = b"import torch\n\n\ndef f():\n    return 1\n\n\nx = torch.cuda.is_available()  # transplant: skip\n" \
+             b"y = torch.cuda.is_available()\n"
+    conv = engine.convert(source, RULES)
+    assert conv.new is not None
+    assert b"x = torch.cuda.is_available()  # transplant: skip\n" in conv.new
+    assert b"y = torch.npu.is_available()" in conv.new or b"y = torch_npu.npu.is_available()" in conv.new
+    assert view(conv) == view(whole(source))
+
+
+def test_fixtures_convert_the_same_through_the_skeleton(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked = folded_files = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        if file_kind(path.name) != "python":
+            continue
+        data = path.read_bytes()
+        check_skeleton(data)
+        folded_files += skeleton(data, RULES) is not None
+        try:
+            fast = engine.convert(data, RULES)
+        except engine.SourceError as exc:
+            with pytest.raises(engine.SourceError) as again:
+                whole(data, monkeypatch=monkeypatch)
+            assert str(again.value) == str(exc)
+            continue
+        assert view(fast) == view(whole(data, monkeypatch=monkeypatch)), path.name
+        checked += 1
+    assert checked > 20 and folded_files > 10
+
+
+# --------------------------------------------------------------------------- generated nested code
+
+SIMPLE = [
+    "x = 1", "print('plain')", "total = compute(a,\n{i}    b)", "text = '''one\ntwo'''", "pass",
+    "y = x.cuda()", "torch.cuda.synchronize()", "d = 'cuda:0'", "model.to(device)", "dev = 'cuda'",
+    "tc.synchronize()", "amp.autocast()", "n = tc", "a = 1; b = x.cuda()", "a = 1; b = 2",
+    "s = torch.cuda.get_device_name(0)  # trailing comment", "q = nn.DataParallel(m)",
+    "os.environ['CUDA_VISIBLE_DEVICES'] = '0'", "z = torch.zeros(1)", "assert ok, 'cuda missing'",
+]
+IMPORTS = ["import torch", "import torch.cuda as tc", "from torch.cuda import amp", "import os",
+           "import torch.nn as nn", "from torch import cuda"]
+HEADERS = ["def f{n}(a, tc=None):", "def g{n}(self):", "class C{n}:", "class M{n}(nn.Module):", "if x:", "for i in y:",
+           "while not done:", "with torch.cuda.device(0):", "with open(p) as fh:", "try:", "@decorate\ndef d{n}():",
+           "async def h{n}():", "if x == 'cuda':"]
+
+
+@st.composite
+def block(draw, depth: int) -> list[str]:
+    """Lines of a block at indentation level 0, with "{i}" where the block's indentation goes."""
+    out: list[str] = []
+    for n in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["simple", "simple", "import", "compound", "comment", "blank", "suite"]))
+        if kind == "simple" or (kind == "compound" and depth >= 3):
+            out += draw(st.sampled_from(SIMPLE)).split("\n")
+        elif kind == "import":
+            out.append(draw(st.sampled_from(IMPORTS)))
+        elif kind == "comment":
+            out.append(draw(st.sampled_from(["# a comment", "# cuda in a comment", "#"])))
+        elif kind == "blank":
+            out.append("")
+        elif kind == "suite":
+            out.append(draw(st.sampled_from(["if a: b = x.cuda()", "if a: b = 1", "else_ = 1"])))
+        else:
+            header = draw(st.sampled_from(HEADERS)).format(n=n)
+            out += header.split("\n")
+            inner = draw(block(depth + 1))
+            out += ["{i}" + line if line else line for line in inner]
+            if header == "try:":
+                out.append("except ImportError:")
+                out += ["{i}" + line if line else line for line in draw(block(depth + 1))]
+                if draw(st.booleans()):
+                    out.append("finally:")
+                    out += ["{i}" + line if line else line for line in draw(block(depth + 1))]
+            elif header.startswith("if ") and draw(st.booleans()):
+                out.append(draw(st.sampled_from(["elif y:", "elif y == 'cuda':", "else:"])))
+                out += ["{i}" + line if line else line for line in draw(block(depth + 1))]
+    return out
+
+
+@st.composite
+def module_source(draw) -> bytes:
+    lines = draw(block(0))
+    if draw(st.booleans()):
+        lines.insert(0, '"""Docstring."""')
+    indent = draw(st.sampled_from(["    ", "  ", "\t"]))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    text = newline.join(line.replace("{i}", indent) for line in lines)
+    if draw(st.booleans()):
+        text += newline
+    return text.encode()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(source=module_source())
+def test_generated_code_converts_the_same_through_the_skeleton(source: bytes,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        compile(source, "<generated>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return  # e.g. a compound statement whose body is only a comment
+    check_skeleton(source)
+    fast = engine.convert(source, RULES)
+    assert view(fast) == view(whole(source, monkeypatch=monkeypatch))

@@ -1,0 +1,219 @@
+"""Fold away the statements of a source in which no rule can match, before libcst sees it.
+
+Parsing with libcst, walking its tree and generating code from it cost in proportion to the code
+given to it, and most statements of a file that uses CUDA never touch CUDA. CPython's own parser
+is an order of magnitude faster: it gives the statements' line spans, and the rules' pre-filter
+(``RuleSet.inert_words``) tells which of them no rule can change or report. Each run of such
+statements is replaced by one marker line, ``__transplant_folded_<n>__``, at the same
+indentation; libcst parses the much smaller skeleton, the engine converts it, and ``restore``
+puts the folded lines back byte for byte.
+
+A statement is folded only when it
+
+- starts its own line and ends its line (no other statement shares its lines),
+- passes the pre-filter, with every import-bound name in it standing also for the parts of the
+  qualified name it is bound to (``tc`` for ``torch.cuda``), the same soundness argument as the
+  file-level pre-filter's (rules._triggers),
+- spells no word through an escape sequence,
+- holds no import (the engine needs every import to resolve names), and
+- is not the module docstring (new imports are placed after it).
+
+A compound statement that cannot be folded keeps its header, and its blocks are folded in turn.
+Sources the line arithmetic would be wrong for (byte order mark, lone or mixed CR line ends, an
+encoding other than an ASCII superset, the marker text itself) and sources CPython's parser
+rejects get no skeleton: the engine parses them whole.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import re
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Iterator
+
+from .rules import RuleSet, escapes_words, foreign_encoding
+
+MARK = b"__transplant_folded_"
+_MARK_LINE = re.compile(rb"^[ \t\f]*__transplant_folded_(\d+)__(?:\r\n|\n)?", re.MULTILINE)
+_SPACE = b" \t\f"
+
+
+@dataclass
+class Skeleton:
+    text: bytes  # the source with each fold replaced by its marker line
+    folds: list[bytes]  # the original lines of each fold, by number
+    words: list[frozenset[bytes]]  # the identifier words of each fold
+    starts: list[int]  # the line of each fold's marker in ``text``
+    shift: list[int]  # lines folded away by folds 0..i
+
+    def line(self, line: int) -> int:
+        """The source line of a line of ``text`` (never a marker line)."""
+        i = bisect_left(self.starts, line)
+        return line + self.shift[i - 1] if i else line
+
+    def position(self, pos: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        line, col, end_line, end_col = pos
+        return self.line(line), col, self.line(end_line), end_col
+
+    def restore(self, text: bytes) -> bytes | None:
+        """``text`` (converted from the skeleton) with the folds put back; None unless every
+        marker line is found exactly once."""
+        seen: list[int] = []
+
+        def unfold(m: re.Match[bytes]) -> bytes:
+            n = int(m.group(1))
+            seen.append(n)
+            return self.folds[n] if n < len(self.folds) else m.group(0)
+
+        out = _MARK_LINE.sub(unfold, text)
+        return out if sorted(seen) == list(range(len(self.folds))) else None
+
+
+def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
+    """The skeleton of ``source``, or None when nothing can be folded (or it should not be)."""
+    if MARK in source or source.startswith(codecs.BOM_UTF8) or foreign_encoding(source):
+        return None
+    cr = source.count(b"\r")
+    if cr and (cr != source.count(b"\r\n") or cr != source.count(b"\n")):
+        return None  # lone "\r" or mixed line ends: keep the engine's newline handling exact
+    try:
+        tree = compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
+        return None
+    lines = source.splitlines(keepends=True)
+    folds: list[list] = []  # [first line, last line, words], in source order
+    _fold_block(tree.body, lines, rules, _aliases(tree, source), folds, top=True)
+    if not folds:
+        return None
+
+    out: list[bytes] = []
+    texts: list[bytes] = []
+    starts: list[int] = []
+    shift: list[int] = []
+    done = 0  # source lines consumed
+    line = 1  # the next line of the skeleton
+    for first, last, _words in folds:
+        out += lines[done:first - 1]
+        line += first - 1 - done
+        head = lines[first - 1]
+        end = lines[last - 1]
+        newline = b"\r\n" if end.endswith(b"\r\n") else b"\n" if end.endswith(b"\n") else b""
+        out.append(head[:len(head) - len(head.lstrip(_SPACE))] + MARK + str(len(texts)).encode() + b"__" + newline)
+        starts.append(line)
+        line += 1
+        shift.append((shift[-1] if shift else 0) + last - first)
+        texts.append(b"".join(lines[first - 1:last]))
+        done = last
+    out += lines[done:]
+    return Skeleton(b"".join(out), texts, [frozenset(f[2]) for f in folds], starts, shift)
+
+
+def _fold_block(stmts: list[ast.stmt], lines: list[bytes], rules: RuleSet,
+                aliases: dict[bytes, frozenset[bytes]], folds: list[list], *, top: bool) -> None:
+    run: list | None = None  # the fold being extended over consecutive foldable statements
+    for index, (first, last, group, own) in enumerate(_units(stmts, lines)):
+        words = None
+        if own and not (top and index == 0 and _is_docstring(group[0])):
+            text = b"".join(lines[first - 1:last])
+            if b"import" not in text and not escapes_words(text):
+                words = rules.inert_words(text, aliases)
+        if words is not None:
+            if run is None:
+                run = [first, last, set(words)]
+            else:  # one marker for both, with the blank lines and comments between them
+                run[1] = last
+                run[2] |= words
+            continue
+        if run is not None:
+            folds.append(run)
+            run = None
+        if own and len(group) == 1:
+            for block in _blocks(group[0], lines):
+                _fold_block(block, lines, rules, aliases, folds, top=False)
+    if run is not None:
+        folds.append(run)
+
+
+def _units(stmts: list[ast.stmt], lines: list[bytes]) -> list[tuple[int, int, list[ast.stmt], bool]]:
+    """Statements grouped by shared lines (``a = 1; b = 2``): (first line, last line, statements,
+    whether the group has its lines to itself)."""
+    units: list[list] = []
+    for stmt in stmts:
+        decorators = getattr(stmt, "decorator_list", None)
+        first = min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
+        last = stmt.end_lineno or stmt.lineno
+        if units and first <= units[-1][1]:
+            units[-1][1] = max(units[-1][1], last)
+            units[-1][2].append(stmt)
+            continue
+        head = lines[first - 1]
+        rest = head.lstrip(_SPACE)
+        starts_line = rest.startswith(b"@") if decorators else len(head) - len(rest) == stmt.col_offset
+        units.append([first, last, [stmt], starts_line])
+    out = []
+    for first, last, group, own in units:
+        end = group[-1]
+        tail = lines[last - 1][end.end_col_offset or 0:].lstrip(_SPACE + b";")
+        ends_line = tail in (b"", b"\n", b"\r\n") or tail.startswith(b"#")
+        out.append((first, last, group, own and ends_line))
+    return out
+
+
+def _blocks(stmt: ast.stmt, lines: list[bytes]) -> Iterator[list[ast.stmt]]:
+    """The statement lists nested in a compound statement, in source order; an ``elif`` belongs
+    to its ``if``."""
+    body = getattr(stmt, "body", None)
+    if isinstance(body, list):
+        yield body
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, list) and orelse:
+        if isinstance(stmt, ast.If) and len(orelse) == 1 and isinstance(orelse[0], ast.If) \
+                and lines[orelse[0].lineno - 1][orelse[0].col_offset:].startswith(b"elif"):
+            yield from _blocks(orelse[0], lines)
+        else:
+            yield orelse
+    finalbody = getattr(stmt, "finalbody", None)
+    if isinstance(finalbody, list) and finalbody:
+        yield finalbody
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _aliases(tree: ast.Module, source: bytes) -> dict[bytes, frozenset[bytes]]:
+    """Each name an import binds anywhere in the file -> the parts of the qualified names it is
+    bound to (all of them, when it is bound more than once)."""
+    found: dict[bytes, set[bytes]] = {}
+    if b"import" not in source:
+        return {}
+
+    def bind(local: str, qualified: str) -> None:
+        found.setdefault(local.encode(), set()).update(p.encode() for p in qualified.split("."))
+
+    stack = [tree.body]
+    while stack:
+        for stmt in stack.pop():
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    root = alias.name.split(".")[0]
+                    bind(alias.asname, alias.name) if alias.asname else bind(root, root)
+            elif isinstance(stmt, ast.ImportFrom):
+                if stmt.module and not stmt.level:
+                    for alias in stmt.names:
+                        if alias.name != "*":
+                            bind(alias.asname or alias.name, f"{stmt.module}.{alias.name}")
+            else:
+                for name in ("body", "orelse", "finalbody"):
+                    block = getattr(stmt, name, None)
+                    if isinstance(block, list):
+                        stack.append(block)
+                stack += [h.body for h in getattr(stmt, "handlers", ())]
+                stack += [c.body for c in getattr(stmt, "cases", ())]
+    return {name: frozenset(parts) for name, parts in found.items()}
