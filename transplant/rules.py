@@ -108,7 +108,8 @@ class RuleSet:
     def inert_words(self, text: bytes, aliases: dict[bytes, frozenset[bytes]]) -> frozenset[bytes] | None:
         """The identifier words of ``text``, one statement of a file, when no rule can match in it;
         None when one may. ``aliases`` maps the file's import-bound names to the parts of the
-        qualified names they stand for. The caller has checked the whole file with may_hide_words.
+        qualified names they stand for. The caller has checked the file's encoding
+        (foreign_encoding) and ``text`` for escapes (escapes_words).
         """
         if self.trigger_re is not None and self.trigger_re.search(text) is not None:
             return None
