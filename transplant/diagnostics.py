@@ -1,6 +1,6 @@
 """Diagnostics of the file modes (--check, --diff, --in-place, stdin) rendered as text, JSON or SARIF.
 
-One :class:`Diagnostic` is one engine :class:`~transplant.engine.Record` tied to the path the user
+One :class:`Diagnostic` is one engine :class:`~transplant.records.Record` tied to the path the user
 named. The renderers are pure functions from a list of diagnostics to a string; the caller decides
 which stream receives it.
 """
@@ -15,7 +15,7 @@ from typing import Iterable
 from urllib.parse import quote
 
 from . import __version__
-from .engine import CODES, Record
+from .records import CODES, Record
 
 FORMATS = ("text", "json", "sarif")
 # The project has no public home yet; the same placeholder host as rules/schema.json's $id.

@@ -9,40 +9,16 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .nesting import nesting_error
+from .records import CODES, OPERATION, SKIP_FILE, SKIP_LINE, Conversion, Record, SourceError
 from .rules import Rule, RuleSet
 from .skeleton import Skeleton, skeleton
-
-# Stable codes, listed in README.
-CODES = {
-    "rename": "TP101",
-    "method": "TP102",
-    "args": "TP103",
-    "device": "TP104",
-    "env": "TP105",
-    "import": "TP106",
-    "no_counterpart": "TP201",
-    "unsupported": "TP202",
-    "note": "TP203",
-    "syntax": "TP900",
-}
-OPERATION = {
-    "rename": "API rename",
-    "method": "method rename",
-    "args": "argument change",
-    "device": "device string",
-    "env": "environment variable",
-    "import": "import",
-}
-
-SKIP_LINE = re.compile(rb"#\s*transplant:\s*skip\b(?!-)")
-SKIP_FILE = re.compile(rb"#\s*transplant:\s*skip-file\b")
 
 DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
 DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
@@ -51,54 +27,6 @@ DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location)$", re.IGNO
 TYPE_STRING_PREFIX = "torch.cuda."
 BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
 GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device"})
-
-
-@dataclass
-class Record:
-    """A change made (level ``fix``) or a finding left for the user (error/warning/note)."""
-
-    line: int
-    col: int  # 1-based
-    end_line: int
-    end_col: int
-    code: str
-    level: str
-    operation: str
-    message: str
-    rule: str
-    api: str = ""
-    old: str = ""
-    new: str = ""
-    suggestion: str = ""
-
-    @property
-    def is_change(self) -> bool:
-        return self.level == "fix"
-
-
-@dataclass
-class Conversion:
-    """Result of converting one source text."""
-
-    new: bytes | None  # None when nothing changed
-    records: list[Record] = field(default_factory=list)
-
-    @property
-    def changes(self) -> list[Record]:
-        return [r for r in self.records if r.is_change]
-
-    @property
-    def findings(self) -> list[Record]:
-        return [r for r in self.records if not r.is_change]
-
-
-class SourceError(Exception):
-    """The source could not be parsed; message is one line with the position."""
-
-    def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
-        super().__init__(message)
-        self.line = line
-        self.col = col
 
 
 # --------------------------------------------------------------------------- helpers

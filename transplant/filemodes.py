@@ -26,7 +26,7 @@ from typing import Iterator, TextIO
 
 from .config import RuleOptions
 from .diagnostics import Diagnostic, render
-from .engine import CODES, Record
+from .records import CODES, Record
 from .filetypes import FileResult, convert_file, file_kind
 from .runner import SKIP_DIRS, VENDOR_DIRS, VENDOR_MARKERS, rules_for
 

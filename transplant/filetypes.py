@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .engine import CODES, Conversion, Record, SourceError, convert
+from .records import CODES, Conversion, Record, SourceError
 from .rules import RuleSet
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
@@ -55,6 +55,8 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
         return result
     try:
         if kind == "python":
+            from .engine import convert  # libcst is loaded only once a file needs parsing
+
             conv = convert(data, rules)
         elif kind == "notebook":
             from .notebooks import convert_notebook

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import re
 
-from .engine import CODES, SKIP_FILE, Conversion, Record, SourceError, convert
+from .engine import convert
+from .records import CODES, SKIP_FILE, Conversion, Record, SourceError
 from .rules import RuleSet
 from .shell import convert_shell
 

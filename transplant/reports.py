@@ -1,6 +1,6 @@
 """Reports of a repository conversion: change_list.csv, unsupported_op.xlsx, the log.
 
-All of them are views of the same records (see engine.Record).
+All of them are views of the same records (see records.Record).
 """
 
 from __future__ import annotations

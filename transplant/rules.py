@@ -14,13 +14,13 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
-
-import jsonschema
-import libcst as cst
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .nesting import nesting_error
 from .resources import rules_dir
+
+if TYPE_CHECKING:  # loaded only to check a user's rule file: most runs have none
+    import jsonschema
 
 PYTORCH_VERSIONS = ("2.1", "2.6", "2.7", "2.8")
 DEFAULT_PYTORCH_VERSION = "2.8"
@@ -207,6 +207,8 @@ def read_rule_file(path: Path, *, validate: bool = True) -> dict[str, Any]:
         raise RuleError(f"{path}: not a rule file: JSON nested too deeply") from None
     if not validate:
         return data
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
@@ -218,6 +220,8 @@ def read_rule_file(path: Path, *, validate: bool = True) -> dict[str, Any]:
 
 def _best_error(errors: list[jsonschema.ValidationError]) -> jsonschema.ValidationError:
     # A key whose value is invalid also makes it "unevaluated"; report the value, not the key.
+    import jsonschema.exceptions
+
     specific = [e for e in errors if e.validator != "unevaluatedProperties"] or errors
     best = jsonschema.exceptions.best_match(specific)
     return best if best is not None else specific[0]
@@ -240,6 +244,8 @@ def _describe(err: jsonschema.ValidationError) -> str:
 
 def _check_python(path: Path, data: dict[str, Any]) -> None:
     """Checks the schema cannot express: keywords as names, expressions that do not parse."""
+    import libcst as cst
+
     for kind, entries in data.get("rules", {}).items():
         for i, entry in enumerate(entries):
             where = f"{path}: rules.{kind}[{i}]"

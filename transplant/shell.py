@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .engine import CODES, OPERATION, SKIP_FILE, SKIP_LINE, Conversion, Record
+from .records import CODES, OPERATION, SKIP_FILE, SKIP_LINE, Conversion, Record
 from .rules import RuleSet
 
 
