@@ -655,3 +655,17 @@ def test_pre_commit_config_with_both_hooks(tmp_path):
     subprocess.run(["git", "add", "-A"], cwd=user, env=env, check=True)
     second = _pre_commit(["run", "--all-files"], user, env)
     assert second.returncode == 0, second.stdout + second.stderr
+
+
+def test_checking_files_without_cuda_code_loads_no_parser(tmp_path: Path) -> None:
+    # a commit touching only plain files should not pay for loading libcst (or the schema checker)
+    plain = tmp_path / "plain.py"
+    plain.write_text("import os\nprint(os.getcwd())\n", encoding="utf-8")
+    cuda = tmp_path / "gpu.py"
+    cuda.write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
+    probe = ("import sys\nfrom transplant.cli import main\ncode = main(['--check', sys.argv[1]])\n"
+             "print(code, 'libcst' in sys.modules, 'jsonschema' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(plain)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr
+    out = subprocess.run([sys.executable, "-c", probe, str(cuda)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.split()[-3:] == ["1", "True", "False"], out.stdout + out.stderr
