@@ -110,8 +110,8 @@ def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None
     rules = cached_ruleset()
     options = RuleOptions()
     entries = [e for e in runner.walk(src, lambda message: None) if e.kind == "file"]
-    jobs = [(e.rel, str(src / e.rel), options, True) for e in entries if not e.rel.endswith((".md", ".png", ".txt",
-                                                                                              ".yaml", ".json"))]
+    jobs = [runner.Job(e.rel, str(src / e.rel), options, True) for e in entries
+            if not e.rel.endswith((".md", ".png", ".txt", ".yaml", ".json"))]
     window = 2
     seen: list[str] = []
     most = 0
@@ -129,7 +129,7 @@ def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None
 def _heavy(jobs, rules, _cache: dict = {}) -> set[str]:
     key = id(jobs)
     if key not in _cache:
-        _cache[key] = {rel for rel, path, _options, _pre in jobs if runner._screen((rel, path, _options, _pre), rules) is None}
+        _cache[key] = {job.rel for job in jobs if runner._screen(job, rules) is None}
     return _cache[key]
 
 

@@ -422,6 +422,64 @@ def test_debug_shows_the_traceback(project, tmp_path, monkeypatch):
         main(["-i", str(project), "-o", str(tmp_path / "out"), "-j", "1", "--debug", "-q"])
 
 
+# --------------------------------------------------------------------------- converter failures
+
+
+def _failing_convert(monkeypatch, action):
+    """Make the converter fail on files named bad*.py (workers are forked: they inherit this)."""
+    real = runner.convert_file
+
+    def convert_file(rel, data, rules, **kw):
+        if Path(rel).name.startswith("bad"):
+            action()
+        return real(rel, data, rules, **kw)
+
+    monkeypatch.setattr(runner, "convert_file", convert_file)
+
+
+def _bigger_project(root: Path, bad: set[int]) -> Path:
+    for i in range(24):
+        name = f"bad{i}.py" if i in bad else f"m{i:02}.py"
+        (root / name).write_bytes(CUDA)
+    return root
+
+
+def _bug():
+    raise ValueError("engine bug")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_engine_bug_on_one_file_does_not_stop_the_run(tmp_path, capsys, monkeypatch, jobs):
+    (tmp_path / "proj").mkdir()
+    src = _bigger_project(tmp_path / "proj", {5})
+    _failing_convert(monkeypatch, _bug)
+    rc = main(["-i", str(src), "-o", str(tmp_path / "out"), "-j", jobs])
+    out = capsys.readouterr().out
+    assert rc == 0
+    result = tmp_path / "out" / "proj_msft"
+    assert (result / "bad5.py").read_bytes() == CUDA  # copied unchanged
+    assert all(b"torch_npu.npu" in (result / f"m{i:02}.py").read_bytes() for i in range(24) if i != 5)
+    assert "not converted: bad5.py: internal error: ValueError: engine bug" in out
+    assert "bad5.py" in (result / "msFmkTranspltlog.txt").read_text()
+    with pytest.raises(ValueError):  # --debug: the traceback, as before
+        main(["-i", str(src), "-o", str(tmp_path / "out2"), "-j", jobs, "--debug", "-q"])
+
+
+def test_a_worker_that_dies_costs_only_its_file(tmp_path, capsys, monkeypatch):
+    (tmp_path / "proj").mkdir()
+    src = _bigger_project(tmp_path / "proj", {3, 17})
+    _failing_convert(monkeypatch, lambda: os.kill(os.getpid(), signal.SIGKILL))  # as the OOM killer would
+    rc = main(["-i", str(src), "-o", str(tmp_path / "out"), "-j", "2"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    result = tmp_path / "out" / "proj_msft"
+    for i in (3, 17):
+        assert (result / f"bad{i}.py").read_bytes() == CUDA
+        assert f"not converted: bad{i}.py: the converter's worker process died on this file" in out
+    assert all(b"torch_npu.npu" in (result / f"m{i:02}.py").read_bytes() for i in range(24) if i not in (3, 17))
+    assert sorted(p.name for p in result.iterdir()) == sorted([*(p.name for p in src.iterdir()), *REPORTS])
+
+
 # --------------------------------------------------------------------------- interruption
 
 

@@ -125,6 +125,7 @@ def _main(argv: list[str]) -> int:
         suffix="_msft_multi" if dist is not None else "_msft",
         distributed_main=dist.main if dist is not None else None,
         distributed_target=dist.target if dist is not None else "model",
+        debug=args.debug,
     )
     from .console import run_repository
 

@@ -32,3 +32,4 @@ class Config:
     # distributed mode (issue 3): entry file and model variable
     distributed_main: Path | None = None
     distributed_target: str = "model"
+    debug: bool = False  # an internal error ends the run with a traceback instead of skipping the file

@@ -15,13 +15,15 @@ import tempfile
 import threading
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from . import reports
 from .config import Config, RuleOptions
 from .filetypes import FileResult, convert_file, file_kind
+from .records import CODES, Record
 from .rules import RuleSet, load_ruleset
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -61,6 +63,16 @@ class RunSummary:
         return [r for r in self.results if r.error]
 
 
+class Job(NamedTuple):
+    """One file to convert, as sent to a worker."""
+
+    rel: str
+    path: str
+    options: RuleOptions
+    prefilter: bool  # run the pre-filter (False: the parent has screened the file already)
+    debug: bool = False  # let an internal error end the run with its traceback
+
+
 # --------------------------------------------------------------------------- worker side
 
 _RULES: RuleSet | None = None
@@ -92,34 +104,44 @@ def _tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-def _work_chunk(jobs: list[tuple[str, str, RuleOptions, bool]]) -> list[FileResult]:
+def _work_chunk(jobs: list[Job]) -> list[FileResult]:
     return [_work(job) for job in jobs]
 
 
-def _screen(job: tuple[str, str, RuleOptions, bool], rules: RuleSet) -> FileResult | None:
+def _screen(job: Job, rules: RuleSet) -> FileResult | None:
     """The result of a file the pre-filter skips, settled in the parent without a worker; None
     when the file needs a worker (or cannot be read: the worker reports that)."""
-    rel, abspath, _options, prefilter = job
-    if not prefilter:
+    if not job.prefilter:
         return None
     try:
-        with open(abspath, "rb") as fh:
+        with open(job.path, "rb") as fh:
             data = fh.read()
     except OSError:
         return None
     if rules.may_match(data):
         return None
-    return FileResult(rel, file_kind(rel), skipped=True)  # as convert_file(..., prefilter=True)
+    return FileResult(job.rel, file_kind(job.rel), skipped=True)  # as convert_file(..., prefilter=True)
 
 
-def _work(job: tuple[str, str, RuleOptions, bool]) -> FileResult:
-    rel, abspath, options, prefilter = job
+def _work(job: Job) -> FileResult:
     try:
-        with open(abspath, "rb") as fh:
+        with open(job.path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        return FileResult(rel, file_kind(rel), error=f"cannot read: {exc.strerror}")
-    return convert_file(rel, data, rules_for(options), prefilter=prefilter)
+        return FileResult(job.rel, file_kind(job.rel), error=f"cannot read: {exc.strerror}")
+    try:
+        return convert_file(job.rel, data, rules_for(job.options), prefilter=job.prefilter)
+    except Exception as exc:  # a bug for one file must not stop the others: it is copied unchanged
+        if job.debug:
+            raise
+        return not_converted(job.rel, f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)")
+
+
+def not_converted(rel: str, reason: str) -> FileResult:
+    """The result of a file the converter failed on: copied unchanged, and reported."""
+    return FileResult(rel, file_kind(rel), error=reason,
+                      records=[Record(1, 1, 1, 1, CODES["syntax"], "error", "parse", f"not converted: {reason}",
+                                      "builtin")])
 
 
 # --------------------------------------------------------------------------- walking
@@ -264,7 +286,7 @@ def _remove(path: Path) -> None:
 
 def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
                   summary: RunSummary, on_progress, warn) -> None:
-    jobs: list[tuple[str, str, RuleOptions, bool]] = []
+    jobs: list[Job] = []
     for entry in entries:
         target = staging / entry.rel
         source = base / entry.rel
@@ -280,7 +302,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
             summary.copied += 1
             continue
         if entry.convert and file_kind(entry.rel) != "other":
-            jobs.append((entry.rel, str(source), config.rule_options, config.prefilter))
+            jobs.append(Job(entry.rel, str(source), config.rule_options, config.prefilter, config.debug))
         else:
             _copy(source, target, summary, warn, entry.rel)
 
@@ -307,7 +329,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     summary.results.sort(key=lambda r: r.path)
 
 
-def _results(config: Config, jobs: list, rules: RuleSet) -> Iterator[FileResult]:
+def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileResult]:
     global _RULES, _RULES_KEY
     _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
     if config.jobs <= 1 or len(jobs) < 2:
@@ -326,16 +348,40 @@ def _results(config: Config, jobs: list, rules: RuleSet) -> Iterator[FileResult]
     # Files the pre-filter skips are settled here, in order, without a round trip to a worker.
     chunk = max(1, min(4, len(jobs) // (config.jobs * 16)))
     window = config.jobs * 4
-    with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(config.rule_options,)) as pool:
+    start = 0
+    while start < len(jobs):
+        with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(config.rule_options,)) as pool:
+            try:
+                for result in _ordered(pool, jobs[start:], rules, chunk, window):
+                    yield result
+                    start += 1
+                return
+            except BrokenProcessPool:
+                pass  # a worker died (a crash in native code, or killed for memory): see below
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        # The files that were in flight go one at a time, each in a worker of its own, so the one
+        # a worker dies on is known and reported; then the pool starts again after them.
+        for job in jobs[start:start + chunk * window]:
+            yield _isolated(job, ctx, config.rule_options, rules)
+            start += 1
+
+
+def _isolated(job: Job, ctx, options: RuleOptions, rules: RuleSet) -> FileResult:
+    settled = _screen(job, rules)
+    if settled is not None:
+        return settled
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_init_worker, initargs=(options,)) as pool:
         try:
-            yield from _ordered(pool, jobs, rules, chunk, window)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+            return pool.submit(_work, job).result()
+        except BrokenProcessPool:
+            return not_converted(job.rel, "the converter's worker process died on this file "
+                                          "(out of memory, or a crash in the parser)")
 
 
-def _ordered(pool: ProcessPoolExecutor, jobs: list, rules: RuleSet, chunk: int, window: int) -> Iterator[FileResult]:
+def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: int, window: int) -> Iterator[FileResult]:
     pending: deque[Future | list[FileResult]] = deque()
     in_flight = 0
     batch: list = []
@@ -369,7 +415,7 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list, rules: RuleSet, chunk: int, 
     for job in jobs:
         settled = _screen(job, rules)
         if settled is None:
-            batch.append(job[:3] + (False,))  # screened here already: the worker need not scan again
+            batch.append(job._replace(prefilter=False))  # screened here already: the worker need not scan again
             if len(batch) >= chunk:
                 submit()
         else:
