@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import string
 from pathlib import Path
 
@@ -263,3 +264,25 @@ def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch:
     assert out == _reference_convert(source, rules, monkeypatch).new
     monkeypatch.setattr(engine, "_used_in_folds", lambda conv, skel: False)
     assert b"import zlib_gpu as z\n" not in engine.convert(source, rules).new  # what the check prevents
+
+
+@pytest.mark.parametrize("source, parsed", [
+    (b"y = x.to_dense()\n", True),
+    (b"y = (x\n     .to_dense  # a comment\n     ())\n", True),
+    (b"y = x.to_dense \\\n    ()\n", True),
+    (b'{"source": "y = (x.\\nto_dense\\n())"}', True),  # a notebook's JSON escapes
+    (b"layout = x.to_dense\n", False),  # methods the NPU lacks are reported on calls only
+    (b"model = build_model()\nmodel.train(mode=True)\n", False),  # "mode" is no trigger in "model" or "mode="
+    (b"def my_to_dense():\n    pass\nmy_to_dense()\n", False),
+])
+def test_unsupported_methods_trigger_on_calls(source: bytes, parsed: bool) -> None:
+    assert cached_ruleset().may_match(source) is parsed
+
+
+def test_notebook_line_breaks_do_not_hide_words() -> None:
+    # in JSON, "\ncudnn" reads as the word "ncudnn"; the cell still sets torch.backends.cudnn.benchmark
+    cell = "from torch.backends import (\ncudnn,\n)\ncudnn.benchmark = True\n"
+    data = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": cell}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+    assert_sound("nb.ipynb", data, cached_ruleset())
+    assert [r.code for r in convert_file("nb.ipynb", data, cached_ruleset()).records] == ["TP203"]

@@ -763,10 +763,13 @@ class Converter(cst.CSTTransformer):
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         return self.replacements.get(id(original_node), updated_node)
 
-    def _finding(self, anchor: cst.CSTNode, api: str, rule: Rule) -> None:
+    def _finding(self, anchor: cst.CSTNode, api: str, rule: Rule, *, matched: str = "") -> None:
         level = rule.get("level", "warning")
         kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
-        self.record(anchor, kind, f"{api}: {rule.get('message', 'not supported on NPU')}", rule, api=api, level=level)
+        message = f"{api}: {rule.get('message', 'not supported on NPU')}"
+        if matched:
+            message += f" (matched by the method name {matched}: applies if the object is a {api.rsplit('.', 2)[-2]})"
+        self.record(anchor, kind, message, rule, api=api, level=level)
 
     # ---- calls
 
@@ -815,8 +818,13 @@ class Converter(cst.CSTTransformer):
             if self.record(func.attr, "method", f".{method}() -> .{new}()", method_rule, api=method, new=new):
                 new_func = new_func.with_changes(attr=cst.Name(new))
                 changed = True
-        elif method is not None and method in self.rules.unsupported_method:
-            self._finding(func.attr, method, self.rules.unsupported_method[method])
+        elif method is not None and method in self.rules.unsupported_method and (
+                qualified is None or qualified == self.rules.unsupported_method[method]["name"]):
+            # "torch.Tensor.to_dense" matched as x.to_dense(): say so, the receiver is not checked.
+            # A call through an import (torch.unique_consecutive, statistics.mode) is a function.
+            rule = self.rules.unsupported_method[method]
+            self._finding(func.attr, rule["name"], rule,
+                          matched=f".{method}()" if "." in rule["name"] and qualified != rule["name"] else "")
         # A bare (seed-style) name matches the last name of a call: f(...), x.f(...), mod.f(...).
         # A plain f(...) whose f an import binds is left alone: renaming the call alone would break it.
         last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)

@@ -97,7 +97,10 @@ class RuleSet:
             return True
         if self.anchor_re is None or self.anchor_re.search(data) is None:
             return False
-        return self._requires_met(set(_WORD.findall(data.removeprefix(codecs.BOM_UTF8))))
+        words = set(_WORD.findall(data.removeprefix(codecs.BOM_UTF8)))
+        if b"\\" in data:  # in a notebook's JSON "\ncudnn" is one word: read it also with "\n" as a break
+            words.update(_WORD.findall(_ESCAPED_BREAK.sub(b" ", data)))
+        return self._requires_met(words)
 
     def _requires_met(self, words: set[bytes]) -> bool:
         for anchor in words.intersection(self.requires):
@@ -129,6 +132,7 @@ _WORD = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
 # \x63 \u0063 \U00000063 \N{...} \143, and a backslash-newline inside a word ("cu\<newline>da",
 # also as it appears in a notebook's JSON).
 _ESCAPE = re.compile(rb"\\(?:x[3-7]|u00[3-7]|U0000|N\{|[0-7]{2,3}|[\r\n]|\\\\[nr])")
+_ESCAPED_BREAK = re.compile(rb"\\[nrt]")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _ASCII_SUPERSETS = frozenset({b"utf-8", b"utf8", b"utf_8", b"ascii", b"us-ascii"})
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -293,8 +297,8 @@ def load_ruleset(
                     continue
                 _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]", user=number >= len(builtin_files)))
     _add_new_name_aliases(rs)
-    rs.triggers, rs.requires = _triggers(rs)
-    rs.trigger_re = _alternation(rs.triggers)
+    rs.triggers, calls, rs.requires = _triggers(rs)
+    rs.trigger_re = _trigger_pattern(rs.triggers, calls)
     rs.anchor_re = _alternation(rs.requires)
     return rs
 
@@ -367,12 +371,29 @@ DEVICE_WORD = "cuda"
 BACKEND_WORD = "nccl"  # engine: variables, parameters and argparse defaults named *backend*
 
 
-def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
+def _trigger_pattern(words: Iterable[bytes], calls: Iterable[bytes]) -> "re.Pattern[bytes] | None":
+    """One pattern for ``words`` anywhere and for ``calls`` as the name of a call: the name as a
+    whole identifier, then only blanks, comments or line continuations before the "(" (an
+    escaped newline, as in a notebook's JSON, counts as a blank on either side)."""
+    parts = []
+    words = sorted(set(words), key=lambda w: (-len(w), w))
+    if words:
+        parts.append(b"|".join(re.escape(w) for w in words))
+    calls = sorted(set(calls), key=lambda w: (-len(w), w))
+    if calls:
+        parts.append(rb"(?:(?<![A-Za-z0-9_\x80-\xff])|(?<=\\[nrt]))(?:" + b"|".join(re.escape(c) for c in calls)
+                     + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(")
+    return re.compile(b"|".join(parts)) if parts else None
+
+
+def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
     """What must occur in a source for any rule to change or report something there.
 
-    Returns (words, requires). A rule can match in a file only if one of ``words`` occurs in it
-    as bytes, or if for some qualified name all of its dotted parts occur in it as identifiers
-    (``requires``: one part, the anchor, -> the sets of the other parts that go with it).
+    Returns (words, calls, requires). A rule can match in a file only if one of ``words`` occurs
+    in it as bytes, or one of ``calls`` as the name of a call (``x.to_dense(``: unsupported-API
+    rules on methods, which the engine checks on calls only), or if for some qualified name all
+    of its dotted parts occur in it as identifiers (``requires``: one part, the anchor, -> the
+    sets of the other parts that go with it).
 
     Why this is sound: the engine resolves ``a.b.c`` through the file's imports, so a qualified
     name matches only where each of its parts is spelled as an identifier, either in the
@@ -385,8 +406,10 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], dict[bytes, tuple[frozens
     """
     words: set[str] = {DEVICE_WORD, BACKEND_WORD}
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
-                  rs.args_method, rs.unsupported_method, rs.env):
+                  rs.args_method, rs.env):
         words.update(table)
+    calls = {name for name, rule in rs.unsupported_method.items() if rule.get("on") == "method"}
+    words.update(name for name in rs.unsupported_method if name not in calls)
     needs: dict[bytes, set[frozenset[bytes]]] = {}
     # device-argument rules whose device defaults to CUDA act on calls without any "cuda" string
     default_cuda = {name for name, rule in rs.device_q.items() if rule.get("default_cuda")}
@@ -398,4 +421,4 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], dict[bytes, tuple[frozens
         anchor = max(parts[1:] or parts, key=lambda p: (len(p), p))
         needs.setdefault(anchor.encode(), set()).add(frozenset(p.encode() for p in parts if p != anchor))
     requires = {anchor: tuple(sorted(rests, key=sorted)) for anchor, rests in needs.items()}
-    return tuple(sorted(w.encode() for w in words)), requires
+    return (tuple(sorted(w.encode() for w in words)), tuple(sorted(c.encode() for c in calls)), requires)
