@@ -65,6 +65,7 @@ class RuleSet:
     env: dict[str, Rule] = field(default_factory=dict)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
     trigger_re: "re.Pattern[bytes] | None" = None
+    call_re: "re.Pattern[bytes] | None" = None  # method names that trigger as calls only (see _call_pattern)
     # qualified rule names: anchor word -> the other words that must also occur as identifiers
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
     anchor_re: "re.Pattern[bytes] | None" = None
@@ -91,7 +92,7 @@ class RuleSet:
         identifiers, and nothing could spell a word without its bytes (string escapes, a
         non-UTF-8 source encoding).
         """
-        if self.trigger_re is not None and self.trigger_re.search(data) is not None:
+        if self.trigger_re is not None and self.trigger_re.search(data) is not None or self._has_call(data):
             return True
         if may_hide_words(data):
             return True
@@ -101,6 +102,18 @@ class RuleSet:
         if b"\\" in data:  # in a notebook's JSON "\ncudnn" is one word: read it also with "\n" as a break
             words.update(_WORD.findall(_ESCAPED_BREAK.sub(b" ", data)))
         return self._requires_met(words)
+
+    def _has_call(self, data: bytes) -> bool:
+        """Does one of the call-only names occur in ``data`` as a whole identifier called?"""
+        if self.call_re is None:
+            return False
+        m = self.call_re.search(data)
+        while m is not None:
+            i = m.start()
+            if i == 0 or data[i - 1] not in _IDENT_BYTES or (i > 1 and data[i - 2] == 0x5C and data[i - 1] in b"nrt"):
+                return True  # (after an escaped line break, as in a notebook's JSON, a word starts)
+            m = self.call_re.search(data, i + 1)
+        return False
 
     def _requires_met(self, words: set[bytes]) -> bool:
         for anchor in words.intersection(self.requires):
@@ -114,7 +127,7 @@ class RuleSet:
         qualified names they stand for. The caller has checked the file's encoding
         (foreign_encoding) and ``text`` for escapes (escapes_words).
         """
-        if self.trigger_re is not None and self.trigger_re.search(text) is not None:
+        if self.trigger_re is not None and self.trigger_re.search(text) is not None or self._has_call(text):
             return None
         words = set(_WORD.findall(text.removeprefix(codecs.BOM_UTF8)))
         expanded = set(words)
@@ -136,6 +149,7 @@ _ESCAPED_BREAK = re.compile(rb"\\[nrt]")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _ASCII_SUPERSETS = frozenset({b"utf-8", b"utf8", b"utf_8", b"ascii", b"us-ascii"})
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_IDENT_BYTES = _IDENT | frozenset(range(0x80, 0x100))  # what continues a word (see _WORD)
 
 
 def may_hide_words(data: bytes) -> bool:
@@ -298,7 +312,8 @@ def load_ruleset(
                 _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]", user=number >= len(builtin_files)))
     _add_new_name_aliases(rs)
     rs.triggers, calls, rs.requires = _triggers(rs)
-    rs.trigger_re = _trigger_pattern(rs.triggers, calls)
+    rs.trigger_re = _alternation(rs.triggers)
+    rs.call_re = _call_pattern(calls)
     rs.anchor_re = _alternation(rs.requires)
     return rs
 
@@ -371,19 +386,14 @@ DEVICE_WORD = "cuda"
 BACKEND_WORD = "nccl"  # engine: variables, parameters and argparse defaults named *backend*
 
 
-def _trigger_pattern(words: Iterable[bytes], calls: Iterable[bytes]) -> "re.Pattern[bytes] | None":
-    """One pattern for ``words`` anywhere and for ``calls`` as the name of a call: the name as a
-    whole identifier, then only blanks, comments or line continuations before the "(" (an
-    escaped newline, as in a notebook's JSON, counts as a blank on either side)."""
-    parts = []
-    words = sorted(set(words), key=lambda w: (-len(w), w))
-    if words:
-        parts.append(b"|".join(re.escape(w) for w in words))
+def _call_pattern(calls: Iterable[bytes]) -> "re.Pattern[bytes] | None":
+    """``calls`` as the name of a call: the name, then only blanks, comments or line continuations
+    before the "(" (an escaped newline, as in a notebook's JSON, counts as a blank). That the name
+    starts a word is checked by RuleSet._has_call: a look-behind here makes the search 5x slower."""
     calls = sorted(set(calls), key=lambda w: (-len(w), w))
-    if calls:
-        parts.append(rb"(?:(?<![A-Za-z0-9_\x80-\xff])|(?<=\\[nrt]))(?:" + b"|".join(re.escape(c) for c in calls)
-                     + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(")
-    return re.compile(b"|".join(parts)) if parts else None
+    if not calls:
+        return None
+    return re.compile(b"(?:" + b"|".join(re.escape(c) for c in calls) + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(")
 
 
 def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
