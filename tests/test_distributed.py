@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import shutil
+import socket
 import stat
 import subprocess
+import sys
 import textwrap
 import types
 from pathlib import Path
@@ -238,6 +241,10 @@ class FakeDist:
     def get_world_size(self):
         return self.calls[-1]["world_size"]
 
+    def destroy_process_group(self):
+        self.calls.append("destroy")
+        self.initialized = False
+
 
 def helpers_with(env: dict[str, str]):
     dist = FakeDist()
@@ -246,7 +253,9 @@ def helpers_with(env: dict[str, str]):
         parallel=types.SimpleNamespace(DistributedDataParallel=type("DDP", (), {}))))
     torch_npu = types.SimpleNamespace(npu=types.SimpleNamespace(set_device=devices.append))
     fake_os = types.SimpleNamespace(environ=dict(env))
-    namespace = {"os": fake_os, "torch": torch, "torch_npu": torch_npu}
+    at_exit: list = []
+    namespace = {"os": fake_os, "torch": torch, "torch_npu": torch_npu,
+                 "atexit": types.SimpleNamespace(register=at_exit.append), "at_exit": at_exit}
     exec(compile(HELPERS, "helpers", "exec"), namespace)
     namespace["init_distributed_npu"]()
     return namespace, dist, devices, fake_os.environ
@@ -255,7 +264,7 @@ def helpers_with(env: dict[str, str]):
 def test_setup_leaves_a_single_process_alone():
     for env in ({}, {"RANK_ID": "0", "RANK_SIZE": "1", "DEVICE_ID": "3"}, {"RANK": "0", "WORLD_SIZE": "1"}):
         ns, dist, devices, _ = helpers_with(env)
-        assert dist.calls == [] and devices == []
+        assert dist.calls == [] and devices == [] and ns["at_exit"] == []
         assert ns["npu_rank"]() == 0 and ns["npu_world_size"]() == 1
 
 
@@ -267,6 +276,11 @@ def test_setup_from_the_launch_script_variables():
     assert ns["npu_rank"]() == 1 and ns["npu_world_size"]() == 4
     plain = object()
     assert ns["npu_unwrap"](plain) is plain
+    # the group is left when the script ends, once, even if the script has left it itself
+    (leave,) = ns["at_exit"]
+    leave()
+    leave()
+    assert dist.calls[1:] == ["destroy"]
 
 
 def test_setup_from_torchrun_variables():
@@ -483,7 +497,7 @@ def test_entry_without_engine_changes_gets_a_change_record(tmp_path):
         rows = [r for r in csv.DictReader(fh) if r["File"] == "train.py"]
     assert {r["Code"] for r in rows} >= {"TP301", "TP304"}
     text = (out / "cpu_msft_multi" / "train.py").read_text()
-    assert text.startswith("import os\nimport torch\nimport torch_npu\n")
+    assert text.startswith("import atexit\nimport os\nimport torch\nimport torch_npu\n")
 
 
 def test_project_launch_script_of_its_own_is_kept(project, tmp_path):
@@ -501,3 +515,49 @@ def test_prepare_rejects_entry_through_a_symlink(project, tmp_path):
     config = types.SimpleNamespace(input=project, distributed_main=link, distributed_target="net")
     with pytest.raises(distributed.UsageError, match="symbolic link"):
         distributed.prepare_distributed(config)
+
+
+# --------------------------------------------------------------------------- on real PyTorch
+
+NPU_SHIM = FIXTURES / "npu_shim"  # torch_npu for a machine without NPUs: the CPU and gloo stand in
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# case -> (arguments for the training script, the file rank 0 saves, whether rank 0 prints per epoch)
+TRAINING = {"single": (["--epochs", "2"], "net.pt", True), "trainer": ([], "regressor.pt", True),
+            "branches": (["--epochs", "2", "--wide"], "model.pt", False)}
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
+@pytest.mark.parametrize("case", sorted(TRAINING))
+def test_converted_project_trains_in_two_processes(case, results, tmp_path):
+    import torch
+
+    args, saved, prints = TRAINING[case]
+    root = tmp_path / case
+    shutil.copytree(results[case], root, symlinks=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python3 = bin_dir / "python3"  # the launch script runs "python3 <entry>": this Python (a link would lose its venv)
+    python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python3.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(NPU_SHIM),
+           "NPUS": "3,5", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(["bash", str(root / LAUNCH_SCRIPT), *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+    logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
+    assert proc.returncode == 0, (proc.stdout, proc.stderr, logs)
+    assert sorted(logs) == ["rank_0.log", "rank_1.log"]
+    # both processes joined one hccl group, each on the NPU the launch script gave it
+    assert "npu shim: process group hccl: rank 0 of 2, NPU 3" in logs["rank_0.log"]
+    assert "npu shim: process group hccl: rank 1 of 2, NPU 5" in logs["rank_1.log"]
+    # rank 0 alone reports and saves, and saves the model without its DistributedDataParallel wrapper
+    assert ("epoch" in logs["rank_0.log"]) == prints and "epoch" not in logs["rank_1.log"]
+    state = torch.load(root / saved)
+    assert state and not any(key.startswith("module.") for key in state)

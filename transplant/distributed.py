@@ -45,7 +45,7 @@ CODES = {
 }
 
 SETUP_FUNCTION = "init_distributed_npu"
-HELPER_NAMES = ("_npu_launch_env", SETUP_FUNCTION, "npu_rank", "npu_world_size", "npu_unwrap")
+HELPER_NAMES = ("_npu_launch_env", SETUP_FUNCTION, "_npu_leave_group", "npu_rank", "npu_world_size", "npu_unwrap")
 HELPERS = '''\
 def _npu_launch_env():
     """Rank, world size and NPU of this process as given by run_distributed_npu.sh (RANK_ID,
@@ -70,6 +70,13 @@ def init_distributed_npu():
     os.environ.setdefault("MASTER_PORT", "29500")
     torch_npu.npu.set_device(device)
     torch.distributed.init_process_group(backend="hccl", rank=rank, world_size=world_size)
+    atexit.register(_npu_leave_group)
+
+
+def _npu_leave_group():
+    """Leave the process group when the script ends (unless the script has left it already)."""
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def npu_rank():
@@ -1354,7 +1361,7 @@ class Converter:
                 continue
             break
         # imports the helpers and the edits need
-        missing = [m for m in ("os", "torch", "torch_npu") if not a.imports_plain(m)]
+        missing = [m for m in ("atexit", "os", "torch", "torch_npu") if not a.imports_plain(m)]
         imports = [i for i, stmt in enumerate(module_body[:header_end])
                    if not is_docstring_stmt(stmt) and not is_future_import(stmt)]
         torch_at = next((i for i in imports if any(
@@ -1362,7 +1369,7 @@ class Converter:
                                               for al in s.names) for s in module_body[i].body)), None)
         for m in missing:
             # os with the first imports, torch_npu after import torch, torch at the end of the imports
-            if m == "os":
+            if m in ("atexit", "os"):
                 index = imports[0] if imports else header_end
             elif m == "torch_npu" and torch_at is not None:
                 index = torch_at + 1
@@ -1433,7 +1440,7 @@ class Converter:
         if index > 0:
             self.plan.after.setdefault(id(body[index - 1]), []).extend(stmts)
         elif body:
-            self.plan.before.setdefault(id(body[0]), [])[0:0] = stmts
+            self.plan.before.setdefault(id(body[0]), []).extend(stmts)  # in the order of the calls
         else:
             self.plan.after.setdefault(id(self.module), []).extend(stmts)
 
