@@ -22,13 +22,14 @@ import tempfile
 from argparse import Namespace
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator, TextIO
 
 from .config import RuleOptions
 from .diagnostics import Diagnostic, render
 from .records import CODES, Record
 from .filetypes import FileResult, convert_file, file_kind
-from .runner import SKIP_DIRS, VENDOR_DIRS, VENDOR_MARKERS, rules_for
+from .runner import rules_for, walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -106,30 +107,16 @@ def detect_kind(name: str, head: bytes) -> str | None:
 def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
     """Relative paths of the Python files, notebooks and shell scripts below ``root``, sorted.
 
-    Same policy as repository mode: .git/.hg/.svn, virtual environments (a ``pyvenv.cfg``),
-    site-packages, dist-packages and __pycache__ are skipped; symbolic links are not followed.
+    Same policy as repository mode (runner.walk), but third-party folders are not entered at all,
+    and a folder that cannot be listed is an error.
     """
 
-    def scan(directory: str, rel: str) -> Iterator[str]:
-        try:
-            with os.scandir(directory) as it:
-                items = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            errors.append(f"{directory}: cannot list folder: {exc.strerror}")
-            return
-        if any(item.name in VENDOR_MARKERS for item in items):
-            return
-        for item in items:
-            child = os.path.join(rel, item.name) if rel else item.name
-            if item.is_symlink():
-                continue
-            if item.is_dir(follow_symlinks=False):
-                if item.name not in SKIP_DIRS and item.name not in VENDOR_DIRS:
-                    yield from scan(item.path, child)
-            elif item.is_file(follow_symlinks=False) and file_kind(item.name) != "other":
-                yield child
+    def unlistable(rel: str, reason: str) -> None:
+        errors.append(f"{os.path.join(root, rel) if rel else root}: cannot list folder: {reason}")
 
-    yield from scan(root, "")
+    for entry in walk(Path(root), lambda message: None, unlistable=unlistable, vendored_too=False):
+        if entry.kind == "file" and file_kind(entry.rel) != "other":
+            yield entry.rel.replace("/", os.sep)
 
 
 def collect(paths: list[str], errors: list[str]) -> list[Target]:

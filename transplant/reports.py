@@ -44,7 +44,7 @@ def write_change_list(path: Path, results: Sequence[FileResult]) -> int:
     writer.writerow(CSV_HEADER)
     for row in rows:
         writer.writerow([guard_cell(c) for c in row])
-    _atomic_write(path, buf.getvalue().encode("utf-8"))
+    path.write_bytes(buf.getvalue().encode("utf-8"))  # into the staging folder, renamed whole at the end
     return len(rows)
 
 
@@ -111,19 +111,13 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
             cell.number_format = "0.0%"
     buf = io.BytesIO()
     wb.save(buf)
-    _atomic_write(path, buf.getvalue())
+    path.write_bytes(buf.getvalue())
     return len(occurrences)
 
 
 def _rate(converted: int, unsupported: int) -> float:
     total = converted + unsupported
     return converted / total if total else 1.0
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def open_log(path: Path) -> logging.Logger:

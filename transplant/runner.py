@@ -147,23 +147,34 @@ def not_converted(rel: str, reason: str) -> FileResult:
 # --------------------------------------------------------------------------- walking
 
 
-def walk(root: Path, warn: Callable[[str], None]) -> Iterator[Entry]:
-    """Every entry below ``root`` in a stable order; symlinks are reported, never followed."""
+def walk(root: Path, warn: Callable[[str], None], *, unlistable: Callable[[str, str], None] | None = None,
+         vendored_too: bool = True) -> Iterator[Entry]:
+    """Every entry below ``root`` in a stable order; symlinks are reported, never followed.
+
+    A folder that cannot be listed goes to ``unlistable(rel, reason)`` when given, else is a
+    warning. Third-party folders are walked with ``convert=False`` on their files, or not at
+    all without ``vendored_too``.
+    """
 
     def scan(directory: Path, rel: str, vendored: bool) -> Iterator[Entry]:
         try:
             with os.scandir(directory) as it:
                 items = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            warn(f"{rel or '.'}: cannot list folder ({exc.strerror}); skipped")
+            if unlistable is not None:
+                unlistable(rel, exc.strerror or str(exc))
+            else:
+                warn(f"{rel or '.'}: cannot list folder ({exc.strerror}); skipped")
             return
         vendored = vendored or any(i.name in VENDOR_MARKERS for i in items)
+        if vendored and not vendored_too:
+            return
         for item in items:
             child_rel = f"{rel}/{item.name}" if rel else item.name
             if item.is_symlink():
                 yield Entry(child_rel, "link", False)
             elif item.is_dir(follow_symlinks=False):
-                if item.name in SKIP_DIRS:
+                if item.name in SKIP_DIRS or item.name in VENDOR_DIRS and not vendored_too:
                     continue
                 yield Entry(child_rel, "dir", False)
                 yield from scan(Path(item.path), child_rel, vendored or item.name in VENDOR_DIRS)
