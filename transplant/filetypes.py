@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .records import CODES, Conversion, Record, SourceError
+from .records import CODES, Conversion, Record, Recorded, SourceError
 from .rules import RuleSet
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
@@ -14,7 +14,7 @@ NOTEBOOK_SUFFIXES = (".ipynb",)
 
 
 @dataclass
-class FileResult:
+class FileResult(Recorded):
     """What happened to one file. ``new`` is None when the file is copied unchanged."""
 
     path: str  # relative to the input root, with "/" separators
@@ -23,14 +23,6 @@ class FileResult:
     records: list[Record] = field(default_factory=list)
     error: str | None = None
     skipped: bool = False  # not parsed: the pre-filter found no trigger word
-
-    @property
-    def changes(self) -> list[Record]:
-        return [r for r in self.records if r.is_change]
-
-    @property
-    def findings(self) -> list[Record]:
-        return [r for r in self.records if not r.is_change]
 
 
 def file_kind(path: str | PurePath) -> str:

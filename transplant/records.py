@@ -55,12 +55,10 @@ class Record:
         return self.level == "fix"
 
 
-@dataclass
-class Conversion:
-    """Result of converting one source text."""
+class Recorded:
+    """The changes and the findings among an object's ``records``."""
 
-    new: bytes | None  # None when nothing changed
-    records: list[Record] = field(default_factory=list)
+    records: list[Record]
 
     @property
     def changes(self) -> list[Record]:
@@ -69,6 +67,14 @@ class Conversion:
     @property
     def findings(self) -> list[Record]:
         return [r for r in self.records if not r.is_change]
+
+
+@dataclass
+class Conversion(Recorded):
+    """Result of converting one source text."""
+
+    new: bytes | None  # None when nothing changed
+    records: list[Record] = field(default_factory=list)
 
 
 class SourceError(Exception):
@@ -80,4 +86,4 @@ class SourceError(Exception):
         self.col = col
 
 
-__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "SourceError"]
+__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError"]
