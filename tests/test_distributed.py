@@ -421,6 +421,12 @@ def project(tmp_path) -> Path:
             scaler = torch.cuda.amp.GradScaler()
             x = torch.randn(3).cuda()
             optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+            optimizer.zero_grad()
+            optimizer.load_state_dict(state)
+            scheduler = build_scheduler(optimizer)
+            scheduler.state_dict()
+            ema = make_ema(net)
+            ema.eval()
         """))
     (root / "notes.txt").write_text("hello\n")
     (root / "pkg").mkdir()
@@ -468,8 +474,10 @@ def test_entry_file_that_does_not_parse(project, tmp_path, capsys):
 def test_missing_target_lists_candidates(project, tmp_path, capsys):
     out = tmp_path / "out"
     err = check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "train.py"],
-                            "'model' is never assigned in train.py", "candidate model variables: net, head", "-t")
-    assert "scaler" not in err and "optimizer" not in err and " x" not in err
+                            "'model' is never assigned in train.py", "candidate model variables: net, head, ema",
+                            "-t")
+    # optimizers, schedulers and scalers have state_dict() and zero_grad() too: they are no candidates
+    assert "scaler" not in err and "optimizer" not in err and "scheduler" not in err and " x" not in err
 
 
 def test_missing_target_without_candidates(project, tmp_path, capsys):
