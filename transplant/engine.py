@@ -1,8 +1,9 @@
 """Convert one Python source: bytes in, bytes out, plus records of what changed and what remains.
 
-The engine parses once with libcst, resolves names through the file's imports (so aliases are
-recognised and look-alikes such as ``numba.cuda`` are not), applies every rule in one traversal,
-and only then computes line numbers, for the nodes that were touched.
+The engine parses once with libcst (only the skeleton of the file: the statements no rule can
+match in are folded away first, see skeleton.py), resolves names through the file's imports (so
+aliases are recognised and look-alikes such as ``numba.cuda`` are not), applies every rule in one
+traversal, and only then computes line numbers, for the nodes that were touched.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Parsing with libcst, walking its tree and generating code from it cost in proportion to the code
 given to it, and most statements of a file that uses CUDA never touch CUDA. CPython's own parser
-is an order of magnitude faster: it gives the statements' line spans, and the rules' pre-filter
+is several times faster: it gives the statements' line spans, and the rules' pre-filter
 (``RuleSet.inert_words``) tells which of them no rule can change or report. Each run of such
 statements is replaced by one marker line, ``__transplant_folded_<n>__``, at the same
 indentation; libcst parses the much smaller skeleton, the engine converts it, and ``restore``
