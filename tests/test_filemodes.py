@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -669,3 +670,23 @@ def test_checking_files_without_cuda_code_loads_no_parser(tmp_path: Path) -> Non
     assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr
     out = subprocess.run([sys.executable, "-c", probe, str(cuda)], capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout.split()[-3:] == ["1", "True", "False"], out.stdout + out.stderr
+
+
+def test_a_worker_that_dies_costs_only_its_file(tmp_path, capsys, monkeypatch):
+    cuda = b"import torch\ntorch.cuda.synchronize()\n"
+    for i in range(filemodes.POOL_MIN_FILES + 4):
+        (tmp_path / ("bad3.py" if i == 3 else f"m{i:02}.py")).write_bytes(cuda + (b"# boom\n" if i == 3 else b""))
+    real = filemodes.convert_file
+
+    def dies_on_bad(name, data, rules, **kwargs):
+        if b"# boom" in data:
+            os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
+        return real(name, data, rules, **kwargs)
+
+    monkeypatch.setattr(filemodes, "convert_file", dies_on_bad)  # the forked workers inherit it
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "--check", "-j", "2", ".")
+    assert code == 2
+    assert "bad3.py: not converted: the converter's worker process died on this file" in err
+    paths = {m["path"] for m in parse_lines(out)}
+    assert paths == {f"m{i:02}.py" for i in range(filemodes.POOL_MIN_FILES + 4) if i != 3}

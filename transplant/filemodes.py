@@ -21,6 +21,7 @@ import sys
 import tempfile
 from argparse import Namespace
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -29,7 +30,7 @@ from .config import RuleOptions
 from .diagnostics import Diagnostic, render
 from .records import CODES, Record
 from .filetypes import FileResult, convert_file, file_kind
-from .runner import rules_for, walk
+from .runner import WORKER_DIED, one_by_one, rules_for, walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -211,10 +212,15 @@ def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, p
     if jobs <= 1 or len(work) < POOL_MIN_FILES:
         return [_convert_target(w) for w in work]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    ctx = multiprocessing.get_context(method)
     workers = min(jobs, len(work))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                             initializer=_init_worker) as pool:
-        return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
+            return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
+    except BrokenProcessPool:
+        pass  # a worker died (a crash in native code, or killed for memory): find the file it died on
+    return list(one_by_one(_convert_target, work, ctx, _init_worker, (),
+                           lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}")))
 
 
 # --------------------------------------------------------------------------- writing

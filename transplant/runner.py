@@ -373,23 +373,36 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
-        # The files that were in flight go one at a time, each in a worker of its own, so the one
-        # a worker dies on is known and reported; then the pool starts again after them.
-        for job in jobs[start:start + chunk * window]:
-            yield _isolated(job, ctx, config.rule_options, rules)
+        # The files that were in flight go one at a time, so the one a worker dies on is known
+        # and reported; then the pool starts again after them.
+        for result in one_by_one(_work, jobs[start:start + chunk * window], ctx, _init_worker,
+                                 (config.rule_options,), lambda job: not_converted(job.rel, WORKER_DIED)):
+            yield result
             start += 1
 
 
-def _isolated(job: Job, ctx, options: RuleOptions, rules: RuleSet) -> FileResult:
-    settled = _screen(job, rules)
-    if settled is not None:
-        return settled
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_init_worker, initargs=(options,)) as pool:
-        try:
-            return pool.submit(_work, job).result()
-        except BrokenProcessPool:
-            return not_converted(job.rel, "the converter's worker process died on this file "
-                                          "(out of memory, or a crash in the parser)")
+WORKER_DIED = "the converter's worker process died on this file (out of memory, or a crash in the parser)"
+
+
+def one_by_one(fn: Callable, items: list, ctx, initializer: Callable, initargs: tuple,
+               died: Callable) -> Iterator:
+    """``fn(item)`` for each item in turn, in a worker process that is replaced whenever one dies;
+    ``died(item)`` stands for the result of an item its worker died on."""
+    pool: ProcessPoolExecutor | None = None
+    try:
+        for item in items:
+            if pool is None:
+                pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=initializer, initargs=initargs)
+            try:
+                result = pool.submit(fn, item).result()
+            except BrokenProcessPool:
+                pool.shutdown(wait=True)
+                pool = None
+                result = died(item)
+            yield result
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: int, window: int) -> Iterator[FileResult]:
