@@ -900,9 +900,13 @@ class Converter(cst.CSTTransformer):
                     # keep the user's prefix and quote style
                     replaced = arg.value.with_changes(value=arg.value.prefix + arg.value.quote + new_value + arg.value.quote)
         new_keyword = rule.get("new_arg_name")
-        if new_keyword and arg.keyword is None and i != len(args) - 1:
-            return False  # cannot turn a positional argument in the middle into a keyword
         label = f"{rule['func_name']}: argument {arg.keyword.value if arg.keyword else rule.get('arg_idx')}"
+        if new_keyword and arg.keyword is None and i != len(args) - 1:
+            # a positional argument followed by others cannot become a keyword: say what to do
+            self.record(original_value, "unsupported", f"{label} is given by position before other arguments, so it "
+                        f"cannot become {new_keyword}={new_text} here; rewrite the call with keywords", rule,
+                        api=rule["func_name"], level="warning")
+            return False
         if not self.record(original_value, "args", f"{label} -> {new_text}", rule, api=rule["func_name"],
                            new=cst.Module([]).code_for_node(replaced)):
             return False
