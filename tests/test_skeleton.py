@@ -290,3 +290,20 @@ def test_generated_code_converts_the_same_through_the_skeleton(source: bytes,
     check_skeleton(source)
     fast = engine.convert(source, RULES)
     assert view(fast) == view(whole(source, monkeypatch=monkeypatch))
+
+
+def test_deep_nesting_matters_only_where_libcst_parses() -> None:
+    # libcst's parser would crash on the long sum, so a file that needs it is not converted; when
+    # the sum sits in a folded statement, libcst never sees it and the file converts as usual
+    from transplant.nesting import MAX_DEPTH
+
+    deep = "total = " + " + ".join(["1"] * (MAX_DEPTH + 50)) + "\n"
+    folded_deep = ("import torch\n\n\ndef table():\n    " + deep + "    return total\n\n\n"
+                   "x = torch.cuda.is_available()\n").encode()
+    conv = engine.convert(folded_deep, RULES)
+    assert conv.new is not None and b"torch_npu.npu.is_available()" in conv.new
+    assert conv.new.replace(b"import torch_npu\n", b"").replace(b"torch_npu.npu.", b"torch.cuda.") == folded_deep
+    active_deep = ("import torch\n\n\ndef table():\n    y = 1\n    z = 2\n\n    " + deep.replace("total = ", "total = torch.cuda.device_count() + ")).encode()
+    with pytest.raises(engine.SourceError) as err:
+        engine.convert(active_deep, RULES)
+    assert "nested too deeply" in str(err.value) and err.value.line == 8  # its line in the source

@@ -1281,10 +1281,9 @@ def _insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str |
 # --------------------------------------------------------------------------- entry point
 
 
-def parse(source: bytes, *, checked: bool = False) -> cst.Module:
-    """The libcst module of ``source``; ``checked``: check_nesting(source) has been called."""
-    if not checked:
-        check_nesting(source)
+def parse(source: bytes) -> cst.Module:
+    """The libcst module of ``source``; SourceError when it cannot be parsed."""
+    check_nesting(source)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -1324,17 +1323,19 @@ def convert(source: bytes, rules: RuleSet) -> Conversion:
     """Convert one Python source. Raises SourceError when it does not parse."""
     if SKIP_FILE.search(source[:4096]) and any(SKIP_FILE.search(l) for l in source.splitlines()[:30]):
         return Conversion(None, [])
-    check_nesting(source)
     skip = skipped_lines(source)
     result = None
-    skel = skeleton(source, rules)
+    skel = skeleton(source, rules)  # (CPython's parser raises, never crashes, on deep nesting)
     if skel is not None:
+        deep = nesting_error(skel.text)  # only the skeleton reaches libcst's parser
+        if deep is not None:
+            raise SourceError(f"source is nested too deeply to parse: {deep[0]}", skel.line(deep[1]))
         try:
             result = _convert(cst.parse_module(skel.text), rules, skip, skel)
         except (_Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
-        result = _convert(parse(source, checked=True), rules, skip, None, source)
+        result = _convert(parse(source), rules, skip, None, source)
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
