@@ -197,6 +197,23 @@ def test_args_rule_new_arg_name_and_imports(tmp_path):
     assert out == "import os\nimport mylib\nmylib.init(device_id=int(os.environ['DEVICE_ID']))\n"
 
 
+def test_unsupported_method_and_attribute_rules(tmp_path):
+    rs = load_ruleset([write(tmp_path, {"rules": {"UnsupportedRule": [
+        {"name": "mylib.Device.gpu_sync", "on": "method", "message": "no NPU sync"},
+        {"name": "mylib.Device.gpu_handle", "on": "attribute", "message": "no NPU handle"}]}})])
+    src = (b"d.gpu_sync()\n"  # 1: a call: reported
+           b"f = d.gpu_sync\n"  # 2: a method not called: not reported
+           b"h = d.gpu_handle\n"  # 3: an attribute, anywhere
+           b"make().gpu_handle.close()\n"  # 4: on any object
+           b"gpu_handle = 1\n")  # 5: a plain name: not reported
+    conv = convert(src, rs)
+    assert conv.new is None
+    assert [(r.line, r.api) for r in conv.findings] == [
+        (1, "mylib.Device.gpu_sync"), (3, "mylib.Device.gpu_handle"), (4, "mylib.Device.gpu_handle")]
+    assert "matched by the name .gpu_handle: applies if the object is a Device" in conv.findings[1].message
+    assert rs.may_match(b"h = d.gpu_handle\n") and not rs.may_match(b"f = d.gpu_sync\n")
+
+
 def test_method_and_attribute_rules(tmp_path):
     rules = {"FuncNameModifyRule": [{"old_name": "to_gpu", "new_name": "to_npu", "on": "method"},
                                     {"old_name": "gpu_count", "new_name": "npu_count", "on": "attribute"}]}

@@ -741,11 +741,20 @@ class Converter(cst.CSTTransformer):
             self.needs_imports.add(top)
 
     def _attribute_rule(self, node: cst.BaseExpression, parts: list[str]) -> None:
+        if not isinstance(node, cst.Attribute):
+            return
         rule = self.rules.rename_attribute.get(parts[-1])
-        if rule is not None and isinstance(node, cst.Attribute):
+        if rule is not None:
             new = rule["new_name"].rsplit(".", 1)[-1]
             if self.record(node.attr, "method", f".{parts[-1]} -> .{new}", rule, api=parts[-1], new=new):
                 self.replacements[id(node.attr)] = cst.Name(new)
+        else:
+            self._unsupported_attribute(node)
+
+    def _unsupported_attribute(self, node: cst.Attribute) -> None:
+        rule = self.rules.unsupported_attribute.get(node.attr.value)
+        if rule is not None:
+            self._finding(node.attr, rule["name"], rule, matched=f".{node.attr.value}" if "." in rule["name"] else "")
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         new = self.replacements.get(id(original_node))
@@ -759,6 +768,8 @@ class Converter(cst.CSTTransformer):
                 if self.record(original_node.attr, "method", f".{original_node.attr.value} -> .{new_attr}", rule,
                                api=original_node.attr.value, new=new_attr):
                     return updated_node.with_changes(attr=cst.Name(new_attr))
+            else:
+                self._unsupported_attribute(original_node)
         return updated_node
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
@@ -769,7 +780,7 @@ class Converter(cst.CSTTransformer):
         kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
         message = f"{api}: {rule.get('message', 'not supported on NPU')}"
         if matched:
-            message += f" (matched by the method name {matched}: applies if the object is a {api.rsplit('.', 2)[-2]})"
+            message += f" (matched by the name {matched}: applies if the object is a {api.rsplit('.', 2)[-2]})"
         self.record(anchor, kind, message, rule, api=api, level=level)
 
     # ---- calls

@@ -61,7 +61,8 @@ class RuleSet:
     device_q: dict[str, Rule] = field(default_factory=dict)
     device_method: dict[str, Rule] = field(default_factory=dict)
     unsupported_q: dict[str, Rule] = field(default_factory=dict)
-    unsupported_method: dict[str, Rule] = field(default_factory=dict)
+    unsupported_method: dict[str, Rule] = field(default_factory=dict)  # on calls: x.NAME(...)
+    unsupported_attribute: dict[str, Rule] = field(default_factory=dict)  # anywhere: x.NAME
     env: dict[str, Rule] = field(default_factory=dict)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
     trigger_re: "re.Pattern[bytes] | None" = None
@@ -351,7 +352,8 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         else:
             rs.device_q[name] = rule
     elif kind == "UnsupportedRule":
-        table, key = ((rs.unsupported_method, rule["name"].rsplit(".", 1)[-1]) if on in ("method", "attribute")
+        table, key = ((rs.unsupported_method, rule["name"].rsplit(".", 1)[-1]) if on == "method"
+                      else (rs.unsupported_attribute, rule["name"].rsplit(".", 1)[-1]) if on == "attribute"
                       else (rs.unsupported_q, rule["name"]))
         previous = table.get(key)
         # A built-in "no counterpart" error (with its suggestion) is more specific than the generic
@@ -418,8 +420,8 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
                   rs.args_method, rs.env):
         words.update(table)
-    calls = {name for name, rule in rs.unsupported_method.items() if rule.get("on") == "method"}
-    words.update(name for name in rs.unsupported_method if name not in calls)
+    words.update(rs.unsupported_attribute)
+    calls = set(rs.unsupported_method)
     needs: dict[bytes, set[frozenset[bytes]]] = {}
     # device-argument rules whose device defaults to CUDA act on calls without any "cuda" string
     default_cuda = {name for name, rule in rs.device_q.items() if rule.get("default_cuda")}
