@@ -9,6 +9,7 @@ traversal, and only then computes line numbers, for the nodes that were touched.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -521,16 +522,20 @@ def positions_and_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tupl
 
 @dataclass
 class _Pending:
+    """A record whose position (and ``old`` text) is filled in from ``anchor`` at the end."""
+
     anchor: cst.CSTNode
-    code: str
-    level: str
-    operation: str
-    message: str
-    rule: str
-    api: str = ""
-    old: str = ""
-    new: str = ""
-    suggestion: str = ""
+    record: Record
+
+    @property
+    def level(self) -> str:
+        return self.record.level
+
+
+def _pending(anchor: cst.CSTNode, code: str, level: str, operation: str, message: str, rule: str, *,
+             api: str = "", new: str = "", suggestion: str = "") -> _Pending:
+    return _Pending(anchor, Record(0, 0, 0, 0, code=code, level=level, operation=operation, message=message,
+                                   rule=rule, api=api, new=new, suggestion=suggestion))
 
 
 class Converter(cst.CSTTransformer):
@@ -571,8 +576,8 @@ class Converter(cst.CSTTransformer):
         suggestion = ""
         if rule is not None and level != "fix":
             suggestion = rule.get("suggestion", "")
-        self.pending.append(_Pending(anchor, code, level, operation, message,
-                                     rule.origin if rule is not None else "builtin", api,
+        self.pending.append(_pending(anchor, code, level, operation, message,
+                                     rule.origin if rule is not None else "builtin", api=api,
                                      new=new, suggestion=suggestion))
         if needs_npu is None:
             # Built-in rules target torch_npu; "npu" device strings exist only once torch_npu is
@@ -667,7 +672,7 @@ class Converter(cst.CSTTransformer):
             prefix = module + "."
             if any(name.startswith(prefix) for name in self.rules.rename_q):
                 # the names a star import binds are invisible here: their uses cannot be converted
-                self.pending.append(_Pending(node, CODES["note"], "note", "", f"from {module} import *: the names "
+                self.pending.append(_pending(node, CODES["note"], "note", "", f"from {module} import *: the names "
                                              "it binds are not converted; import the ones you use by name",
                                              "builtin", api=f"{module}.*"))
         return False
@@ -1408,9 +1413,9 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         return Conversion(None, []), hit
 
     records = [
-        Record(*positions.get(id(p.anchor), (1, 1, 1, 1)), code=p.code, level=p.level, operation=p.operation,
-               message=p.message, rule=p.rule, api=p.api, old=_first_line(module.code_for_node(p.anchor)),
-               new=p.new, suggestion=p.suggestion)
+        dataclasses.replace(p.record, **dict(zip(("line", "col", "end_line", "end_col"),
+                                                 positions.get(id(p.anchor), (1, 1, 1, 1)))),
+                            old=_first_line(module.code_for_node(p.anchor)))
         for p in pending
     ]
     if not any(r.is_change for r in records):
