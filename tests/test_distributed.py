@@ -241,6 +241,9 @@ class FakeDist:
     def get_world_size(self):
         return self.calls[-1]["world_size"]
 
+    def barrier(self):
+        self.calls.append("barrier")
+
     def destroy_process_group(self):
         self.calls.append("destroy")
         self.initialized = False
@@ -276,11 +279,12 @@ def test_setup_from_the_launch_script_variables():
     assert ns["npu_rank"]() == 1 and ns["npu_world_size"]() == 4
     plain = object()
     assert ns["npu_unwrap"](plain) is plain
-    # the group is left when the script ends, once, even if the script has left it itself
+    # the group is left when the script ends, by all processes together, once (also when the
+    # script has left it itself)
     (leave,) = ns["at_exit"]
     leave()
     leave()
-    assert dist.calls[1:] == ["destroy"]
+    assert dist.calls[1:] == ["barrier", "destroy"]
 
 
 def test_setup_from_torchrun_variables():
@@ -539,7 +543,9 @@ def _free_port() -> int:
 
 # case -> (arguments for the training script, the file rank 0 saves, whether rank 0 prints per epoch)
 TRAINING = {"single": (["--epochs", "2"], "net.pt", True), "trainer": ([], "regressor.pt", True),
-            "branches": (["--epochs", "2", "--wide"], "model.pt", False)}
+            "branches": (["--epochs", "2", "--wide"], "model.pt", False),
+            "example": (["--epochs", "1"], "model.pt", True)}  # README's example project, with amp
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mnist_cuda"
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
@@ -549,7 +555,11 @@ def test_converted_project_trains_in_two_processes(case, results, tmp_path):
 
     args, saved, prints = TRAINING[case]
     root = tmp_path / case
-    shutil.copytree(results[case], root, symlinks=True)
+    if case == "example":
+        run_cli(["-i", EXAMPLE, "-o", tmp_path / "converted", "distributed", "-m", EXAMPLE / "train.py"])
+        shutil.copytree(tmp_path / "converted" / "mnist_cuda_msft_multi", root, symlinks=True)
+    else:
+        shutil.copytree(results[case], root, symlinks=True)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     python3 = bin_dir / "python3"  # the launch script runs "python3 <entry>": this Python (a link would lose its venv)

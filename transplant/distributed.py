@@ -74,8 +74,10 @@ def init_distributed_npu():
 
 
 def _npu_leave_group():
-    """Leave the process group when the script ends (unless the script has left it already)."""
+    """Leave the process group when the script ends, all processes together (unless the script
+    has left it already)."""
     if torch.distributed.is_initialized():
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 
