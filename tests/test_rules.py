@@ -11,6 +11,7 @@ from conftest import REPO, cached_ruleset
 from transplant import cli
 from transplant.engine import convert
 from transplant.rules import RuleError, load_ruleset, read_rule_file
+from transplant.shell import convert_shell
 
 BUILTIN = sorted(p for p in (REPO / "rules").rglob("*.json") if p.name != "schema.json")
 
@@ -280,3 +281,15 @@ def test_device_argument_that_defaults_to_cuda(tmp_path):
                    "c = mylib.Accelerator(device='cpu')\nd = mylib.Accelerator('npu:1')\ne = mylib.Accelerator(*xs)\n")
     bad = write(tmp_path, {"rules": {"DeviceArgRule": [{**rule, "default_cuda": "yes"}]}}, "bad.json")
     assert "rules.DeviceArgRule[0].default_cuda: 'yes' is not of type 'boolean'" in error_of(bad)
+
+
+def test_skip_file_comment_counts_anywhere_in_the_first_30_lines():
+    # the same rule for Python files and shell scripts, however long those lines are
+    long_lines = b"".join(b"# " + b"x" * 300 + b"\n" for _ in range(19))
+    python = long_lines + b"# transplant: skip-file\nimport torch\ntorch.cuda.synchronize()\n"
+    rules = cached_ruleset()
+    assert convert(python, rules).new is None
+    shell = long_lines + b"# transplant: skip-file\nexport CUDA_VISIBLE_DEVICES=0\n"
+    assert convert_shell(shell, rules).new is None
+    late = b"\n" * 30 + b"# transplant: skip-file\nimport torch\ntorch.cuda.synchronize()\n"
+    assert convert(late, rules).new is not None

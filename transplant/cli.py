@@ -10,6 +10,7 @@ from typing import Sequence
 
 from . import __version__
 from .config import Config, RuleOptions
+from .records import internal_error
 from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # last line of defence: one line, not a traceback
         if debug:
             raise
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)", 3)
+        return _fail(internal_error(exc), 3)
 
 
 def _main(argv: list[str]) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from .config import Config
+from .records import needs_hand_rewrite
 from .runner import RunSummary, UsageError, run, rules_for
 
 
@@ -49,8 +50,7 @@ def print_summary(out, summary: RunSummary) -> None:
     from rich.table import Table
 
     changes = sum(len(r.changes) for r in summary.results)
-    unsupported = sum(1 for r in summary.results for f in r.findings
-                      if f.level in ("error", "warning") and f.code != "TP900")  # TP900: not parsed, counted below
+    unsupported = sum(1 for r in summary.results for f in r.findings if needs_hand_rewrite(f))  # unparsed: below
     table = Table(title="transplant summary", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")

@@ -18,7 +18,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .nesting import nesting_error
-from .records import CODES, OPERATION, SKIP_FILE, SKIP_LINE, Conversion, Record, SourceError
+from .records import CODES, OPERATION, SKIP_LINE, Conversion, Record, SourceError, skips_file
 from .rules import Rule, RuleSet
 from .skeleton import Skeleton, skeleton
 
@@ -1337,7 +1337,7 @@ class _Unfold(Exception):
 
 def convert(source: bytes, rules: RuleSet) -> Conversion:
     """Convert one Python source. Raises SourceError when it does not parse."""
-    if SKIP_FILE.search(source[:4096]) and any(SKIP_FILE.search(l) for l in source.splitlines()[:30]):
+    if skips_file(source):
         return Conversion(None, [])
     skip = skipped_lines(source)
     result = None

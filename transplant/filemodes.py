@@ -28,7 +28,7 @@ from typing import Iterator, TextIO
 
 from .config import RuleOptions
 from .diagnostics import Diagnostic, render
-from .records import CODES, Record
+from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind
 from .runner import WORKER_DIED, one_by_one, rules_for, walk
 
@@ -165,8 +165,7 @@ def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool,
     rules = rules_for(options)
     result = convert_file(KIND_NAMES[kind], data, rules, prefilter=prefilter)
     if result.error and not any(r.code == CODES["syntax"] and r.level == "error" for r in result.records):
-        result.records.append(Record(1, 1, 1, 1, CODES["syntax"], "error", "parse",
-                                     f"not converted: {result.error}", "builtin"))
+        result.records.append(not_converted_record(result.error))
     remaining: list[Record] = []
     if after and result.new is not None:
         again = convert_file(KIND_NAMES[kind], result.new, rules, prefilter=prefilter)
@@ -191,7 +190,7 @@ def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcom
     except Exception as exc:  # a bug for this file must not stop the others; nothing is written for it
         if debug:
             raise
-        outcome.error = f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"
+        outcome.error = internal_error(exc)
         return outcome
     outcome.records = result.records
     if result.error:
@@ -376,7 +375,7 @@ def _summary(args: Namespace, total: int, changed: list[Outcome], diagnostics: l
     if changed:
         verb = "converted" if args.in_place else "would be converted"
         parts.append(f"{_plural(len(changed), 'file')} {verb}")
-    remaining = sum(1 for d in diagnostics if d.level in ("error", "warning") and d.code != CODES["syntax"])
+    remaining = sum(1 for d in diagnostics if needs_hand_rewrite(d))
     if remaining:
         parts.append(f"{_plural(remaining, 'unsupported API use')} to rewrite by hand")
     if unparsed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .records import CODES, Conversion, Record, Recorded, SourceError
+from .records import Conversion, Record, Recorded, SourceError, not_converted_record
 from .rules import RuleSet
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
@@ -60,8 +60,7 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
             conv = convert_shell(data, rules)
     except SourceError as exc:
         result.error = str(exc)
-        result.records = [Record(exc.line, exc.col, exc.line, exc.col, CODES["syntax"], "error", "parse",
-                                 f"not converted: {exc}", "builtin")]
+        result.records = [not_converted_record(str(exc), exc.line, exc.col)]
         return result
     except RecursionError:
         result.error = "source is nested too deeply to convert"

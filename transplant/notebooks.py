@@ -14,7 +14,7 @@ import json
 import re
 
 from .engine import convert
-from .records import CODES, SKIP_FILE, Conversion, Record, SourceError
+from .records import Conversion, Record, SourceError, not_converted_record, skips_file
 from .rules import RuleSet
 from .shell import convert_shell
 
@@ -100,7 +100,7 @@ def _code_cells(nb: dict) -> list[tuple[int, dict, str]]:
         text = "".join(source) if isinstance(source, list) else str(source)
         if text.lstrip().startswith("%%"):
             continue  # cell magic: the whole cell is not Python
-        if any(SKIP_FILE.search(line) for line in text.encode("utf-8").splitlines()[:30]):
+        if skips_file(text.encode("utf-8")):
             continue  # "# transplant: skip-file" in a notebook applies to its cell
         out.append((index, cell, text))
     return out
@@ -169,8 +169,9 @@ def _convert_each(cells: list[tuple[int, dict, str]], rules: RuleSet):
         try:
             conv = convert(masked_text.encode("utf-8"), rules)
         except SourceError as exc:
-            records.append(Record(exc.line, exc.col, exc.line, exc.col, CODES["syntax"], "note", "parse",
-                                  f"cell {number}: not converted: {exc}", "builtin"))
+            record = not_converted_record(str(exc), exc.line, exc.col, level="note")
+            record.message = f"cell {number}: {record.message}"
+            records.append(record)
             continue
         for r in conv.records:
             r.message = f"cell {number}: {r.message}"
@@ -214,7 +215,7 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         new_text = new_texts.get(number)
         source = cell.get("source", "")
         text_now = new_text if new_text is not None else ("".join(source) if isinstance(source, list) else str(source))
-        if rules.env and not any(SKIP_FILE.search(line) for line in text_now.encode("utf-8").splitlines()[:30]):
+        if rules.env and not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
                 records.extend(shell_records)

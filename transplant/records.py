@@ -32,6 +32,11 @@ SKIP_LINE = re.compile(rb"#\s*transplant:\s*skip\b(?!-)")
 SKIP_FILE = re.compile(rb"#\s*transplant:\s*skip-file\b")
 
 
+def skips_file(data: bytes) -> bool:
+    """Is there a ``# transplant: skip-file`` comment in the first 30 lines of ``data``?"""
+    return b"transplant:" in data and any(SKIP_FILE.search(line) for line in data.splitlines()[:30])
+
+
 @dataclass
 class Record:
     """A change made (level ``fix``) or a finding left for the user (error/warning/note)."""
@@ -86,4 +91,22 @@ class SourceError(Exception):
         self.col = col
 
 
-__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError"]
+def not_converted_record(reason: str, line: int = 1, col: int = 1, level: str = "error") -> Record:
+    """The record (TP900) of a file, or a notebook cell, left as it is because it could not be
+    converted."""
+    return Record(line, col, line, col, CODES["syntax"], level, "parse", f"not converted: {reason}", "builtin")
+
+
+def internal_error(exc: BaseException) -> str:
+    """How a bug of transplant's own is reported (one line; ``--debug`` shows the traceback)."""
+    return f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"
+
+
+def needs_hand_rewrite(finding: Record) -> bool:
+    """Is this finding (a Record, or a Diagnostic made from one) a use of an API the user must
+    rewrite by hand? Errors and warnings are; notes and "could not be parsed" are not."""
+    return finding.level in ("error", "warning") and finding.code != CODES["syntax"]
+
+
+__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError",
+           "internal_error", "needs_hand_rewrite", "not_converted_record", "skips_file"]

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, NamedTuple
 from . import reports
 from .config import Config, RuleOptions
 from .filetypes import FileResult, convert_file, file_kind
-from .records import CODES, Record
+from .records import internal_error, not_converted_record
 from .rules import RuleSet, load_ruleset
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -134,14 +134,12 @@ def _work(job: Job) -> FileResult:
     except Exception as exc:  # a bug for one file must not stop the others: it is copied unchanged
         if job.debug:
             raise
-        return not_converted(job.rel, f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)")
+        return not_converted(job.rel, internal_error(exc))
 
 
 def not_converted(rel: str, reason: str) -> FileResult:
     """The result of a file the converter failed on: copied unchanged, and reported."""
-    return FileResult(rel, file_kind(rel), error=reason,
-                      records=[Record(1, 1, 1, 1, CODES["syntax"], "error", "parse", f"not converted: {reason}",
-                                      "builtin")])
+    return FileResult(rel, file_kind(rel), error=reason, records=[not_converted_record(reason)])
 
 
 # --------------------------------------------------------------------------- walking

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
-from .records import CODES, OPERATION, SKIP_FILE, SKIP_LINE, Conversion, Record
+from .records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
 from .rules import RuleSet
 
 
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
     if not rules.env:
         return Conversion(None, [])
-    if any(SKIP_FILE.search(line) for line in data.splitlines()[:30]):  # same comments as Python files
+    if skips_file(data):  # same comments as Python files
         return Conversion(None, [])
     names = sorted(rules.env, key=len, reverse=True)
     pattern = re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(re.escape(n.encode()) for n in names) + rb")(?![A-Za-z0-9_])")
