@@ -206,7 +206,7 @@ def _reference_convert(source: bytes, rules, monkeypatch: pytest.MonkeyPatch) ->
         m.setattr(engine, "skeleton", lambda *args: None)
         m.setattr(engine, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None:
                   full_once(module, rules, excluded, skip, None, None))
-        m.setattr(engine, "_is_torch_cuda", lambda name: True)
+        m.setattr(engine, "_imports_torch_cuda", lambda bindings: True)
         return engine.convert(source, rules)
 
 
@@ -262,7 +262,7 @@ def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch:
     out = engine.convert(source, rules).new
     assert b"import zlib_gpu as z\n" in out and b"npulib.launch()" in out
     assert out == _reference_convert(source, rules, monkeypatch).new
-    monkeypatch.setattr(engine, "_used_in_folds", lambda conv, skel: False)
+    monkeypatch.setattr(engine, "_used_in_folds", lambda unused, skel: False)
     assert b"import zlib_gpu as z\n" not in engine.convert(source, rules).new  # what the check prevents
 
 

@@ -532,12 +532,6 @@ class _Pending:
         return self.record.level
 
 
-def _pending(anchor: cst.CSTNode, code: str, level: str, operation: str, message: str, rule: str, *,
-             api: str = "", new: str = "", suggestion: str = "") -> _Pending:
-    return _Pending(anchor, Record(0, 0, 0, 0, code=code, level=level, operation=operation, message=message,
-                                   rule=rule, api=api, new=new, suggestion=suggestion))
-
-
 class Converter(cst.CSTTransformer):
     """Applies every rule in one traversal and collects pending records."""
 
@@ -576,9 +570,9 @@ class Converter(cst.CSTTransformer):
         suggestion = ""
         if rule is not None and level != "fix":
             suggestion = rule.get("suggestion", "")
-        self.pending.append(_pending(anchor, code, level, operation, message,
-                                     rule.origin if rule is not None else "builtin", api=api,
-                                     new=new, suggestion=suggestion))
+        self.pending.append(_Pending(anchor, Record(0, 0, 0, 0, code, level, operation, message,
+                                                    rule.origin if rule is not None else "builtin", api=api,
+                                                    new=new, suggestion=suggestion)))
         if needs_npu is None:
             # Built-in rules target torch_npu; "npu" device strings exist only once torch_npu is
             # imported. A user rule about another library needs no torch_npu.
@@ -672,9 +666,9 @@ class Converter(cst.CSTTransformer):
             prefix = module + "."
             if any(name.startswith(prefix) for name in self.rules.rename_q):
                 # the names a star import binds are invisible here: their uses cannot be converted
-                self.pending.append(_pending(node, CODES["note"], "note", "", f"from {module} import *: the names "
-                                             "it binds are not converted; import the ones you use by name",
-                                             "builtin", api=f"{module}.*"))
+                self.pending.append(_Pending(node, Record(
+                    0, 0, 0, 0, CODES["note"], "note", "", f"from {module} import *: the names it binds are not "
+                    "converted; import the ones you use by name", "builtin", api=f"{module}.*")))
         return False
 
     # ---- references
@@ -759,7 +753,12 @@ class Converter(cst.CSTTransformer):
     def _unsupported_attribute(self, node: cst.Attribute) -> None:
         rule = self.rules.unsupported_attribute.get(node.attr.value)
         if rule is not None:
-            self._finding(node.attr, rule["name"], rule, matched=f".{node.attr.value}" if "." in rule["name"] else "")
+            self._member_finding(node.attr, rule, f".{node.attr.value}")
+
+    def _member_finding(self, anchor: cst.CSTNode, rule: Rule, spelled: str) -> None:
+        """A finding for an unsupported member matched by its name alone (``spelled``, e.g.
+        ``.to_dense()``), on any object: the message says so when the rule names a class member."""
+        self._finding(anchor, rule["name"], rule, matched=spelled if "." in rule["name"] else "")
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         new = self.replacements.get(id(original_node))
@@ -840,8 +839,7 @@ class Converter(cst.CSTTransformer):
             # "torch.Tensor.to_dense" matched as x.to_dense(): say so, the receiver is not checked.
             # A call through an import (torch.unique_consecutive, statistics.mode) is a function.
             rule = self.rules.unsupported_method[method]
-            self._finding(func.attr, rule["name"], rule,
-                          matched=f".{method}()" if "." in rule["name"] and qualified != rule["name"] else "")
+            self._member_finding(func.attr, rule, f".{method}()" if qualified != rule["name"] else "")
         # A bare (seed-style) name matches the last name of a call: f(...), x.f(...), mod.f(...).
         # A plain f(...) whose f an import binds is left alone: renaming the call alone would break it.
         last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
@@ -1171,7 +1169,7 @@ class _ImportPruner(cst.CSTTransformer):
             if local is not None and local in self.unused:
                 self.removed.append(f"import {module} as {local}")
                 continue
-            if local is None and self.replace_torch_cuda and (module == "torch.cuda" or module.startswith("torch.cuda.")):
+            if local is None and self.replace_torch_cuda and _is_torch_cuda(module):
                 if self.plain_torch:
                     self.removed.append(f"import {module}")
                     continue
@@ -1267,12 +1265,18 @@ def _is_torch_cuda(module: str) -> bool:
     return module == "torch.cuda" or module.startswith("torch.cuda.")
 
 
-def _insertion_anchor(module: cst.Module) -> list[cst.CSTNode]:
-    """The original statement new imports follow (its first small statement), if any."""
-    index = _insertion_index(module.body)
+def _imports_torch_cuda(bindings: Bindings) -> bool:
+    """Is there a plain ``import torch.cuda...`` (one the import pruner may rewrite)?"""
+    return any(isinstance(n, cst.Import) and any(a.asname is None and _is_torch_cuda(import_module_name(a.name))
+                                                 for a in n.names) for n in bindings.import_nodes)
+
+
+def _insertion_anchor(body: Sequence[cst.BaseStatement], index: int) -> list[cst.CSTNode]:
+    """The original statement new imports follow (its first small statement, so that its line is
+    not that of the blank lines and comments above it), if any; ``index`` is _insertion_index."""
     if index == 0:
         return []
-    anchor = module.body[index - 1]
+    anchor = body[index - 1]
     if isinstance(anchor, cst.SimpleStatementLine) and anchor.body:
         anchor = anchor.body[0]
     return [anchor]
@@ -1299,7 +1303,7 @@ def _insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str |
 
 def parse(source: bytes) -> cst.Module:
     """The libcst module of ``source``; SourceError when it cannot be parsed."""
-    check_nesting(source)
+    check_nesting(source, None)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -1318,11 +1322,13 @@ def parse(source: bytes) -> cst.Module:
         raise SourceError("source is nested too deeply to parse") from None
 
 
-def check_nesting(source: bytes) -> None:
-    """Raise SourceError when libcst's native parser would overflow the C stack (SIGSEGV)."""
-    deep = nesting_error(source)
+def check_nesting(text: bytes, skel: Skeleton | None) -> None:
+    """Raise SourceError when libcst's native parser would overflow the C stack (SIGSEGV) on
+    ``text``: the source, or the skeleton ``skel`` of one (the error names the source line)."""
+    deep = nesting_error(text)
     if deep is not None:
-        raise SourceError(f"source is nested too deeply to parse: {deep[0]}", deep[1])
+        line = skel.line(deep[1]) if skel is not None else deep[1]
+        raise SourceError(f"source is nested too deeply to parse: {deep[0]}", line)
 
 
 def skipped_lines(source: bytes) -> set[int]:
@@ -1343,9 +1349,7 @@ def convert(source: bytes, rules: RuleSet) -> Conversion:
     result = None
     skel = skeleton(source, rules)  # (CPython's parser raises, never crashes, on deep nesting)
     if skel is not None:
-        deep = nesting_error(skel.text)  # only the skeleton reaches libcst's parser
-        if deep is not None:
-            raise SourceError(f"source is nested too deeply to parse: {deep[0]}", skel.line(deep[1]))
+        check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
             result = _convert(cst.parse_module(skel.text), rules, skip, skel)
         except (_Unfold, cst.ParserSyntaxError):
@@ -1386,7 +1390,8 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         new_module = module.visit(conv)
     except RecursionError:
         raise SourceError("source is nested too deeply to convert") from None
-    if skel is not None and _used_in_folds(conv, skel):
+    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
+    if skel is not None and _used_in_folds(unused, skel):
         raise _Unfold
     pending = conv.pending
     if not pending:
@@ -1394,17 +1399,18 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
 
     # one pass of code generation places the records, the imports that may be removed, and the
     # statement new imports follow
+    index = _insertion_index(module.body)
+    anchor = _insertion_anchor(module.body, index)
     if not any(p.level == "fix" for p in pending):  # findings only: nothing is rewritten
         positions, original_bytes = node_positions(module, [p.anchor for p in pending]), b""
     elif source is not None and not source.endswith(b"\r"):
         # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
         # is the source, and code generation can stop once the last record is placed
-        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes,
-                                            *_insertion_anchor(module)])
+        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor])
         original_bytes = source
     else:
         positions, original_code = positions_and_code(module, [*(p.anchor for p in pending), *bindings.import_nodes,
-                                                               *_insertion_anchor(module)])
+                                                               *anchor])
         original_bytes = original_code.encode(module.encoding)
     if skel is not None:
         positions = {key: skel.position(pos) for key, pos in positions.items()}
@@ -1427,24 +1433,14 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         # torch_npu right after torch when both are added
         to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
     if to_import:
-        line = 1
-        index = _insertion_index(module.body)
         new_module = _insert_imports(new_module, to_import,
                                      module.code_for_node(module.body[index - 1]) if index > 0 else None)
-        if index > 0:
-            # the line of the original statement the new imports follow
-            anchor = module.body[index - 1]
-            if isinstance(anchor, cst.SimpleStatementLine) and anchor.body:
-                anchor = anchor.body[0]  # skip the blank lines and comments above it
-            line = positions.get(id(anchor), (1,))[0]
+        line = positions.get(id(anchor[0]), (1,))[0] if anchor else 1  # of the statement they follow
         for name in to_import:
             records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
                                   f"add import {name}", "builtin", api=name, new=f"import {name}"))
-    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
     replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
-    if unused or (replace_torch_cuda and any(  # else the pruner has nothing to remove
-            isinstance(n, cst.Import) and any(a.asname is None and _is_torch_cuda(import_module_name(a.name)) for a in n.names)
-            for n in bindings.import_nodes)):
+    if unused or (replace_torch_cuda and _imports_torch_cuda(bindings)):  # else the pruner has nothing to remove
         pruner = _ImportPruner(unused, bindings, replace_torch_cuda)
         new_module = new_module.visit(pruner)
         if pruner.removed:
@@ -1452,9 +1448,8 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             replay = _ImportPruner(unused, bindings, replace_torch_cuda)
             notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
             notes = [(n, found) for n, found in notes if found]
-            pos = positions
             for node, found in notes:
-                line = pos.get(id(node), (1, 1, 1, 1))
+                line = positions.get(id(node), (1, 1, 1, 1))
                 records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
                                       message="remove import of the old namespace: " + "; ".join(found),
                                       rule="builtin", old=_first_line(module.code_for_node(node))))
@@ -1468,11 +1463,10 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     return Conversion(new_bytes, sorted(records, key=_order)), set()
 
 
-def _used_in_folds(conv: Converter, skel: Skeleton) -> bool:
-    """Might an import whose every use in the skeleton was rewritten away still be used in a
-    folded statement? Only the whole source can count its uses then."""
-    unused = [name.encode() for name in conv.touched if conv.uses.get(name, 0) == 0]
-    return any(name in words for name in unused for words in skel.words)
+def _used_in_folds(unused: set[str], skel: Skeleton) -> bool:
+    """Might an import whose every use in the skeleton was rewritten away (``unused``) still be
+    used in a folded statement? Only the whole source can count its uses then."""
+    return any(name.encode() in words for name in unused for words in skel.words)
 
 
 def _imports_module(bindings: Bindings, name: str) -> bool:
