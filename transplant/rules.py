@@ -93,9 +93,7 @@ class RuleSet:
         identifiers, and nothing could spell a word without its bytes (string escapes, a
         non-UTF-8 source encoding).
         """
-        if self.trigger_re is not None and self.trigger_re.search(data) is not None or self._has_call(data):
-            return True
-        if may_hide_words(data):
+        if self._triggered(data) or may_hide_words(data):
             return True
         if self.anchor_re is None or self.anchor_re.search(data) is None:
             return False
@@ -103,6 +101,10 @@ class RuleSet:
         if b"\\" in data:  # in a notebook's JSON "\ncudnn" is one word: read it also with "\n" as a break
             words.update(_WORD.findall(_ESCAPED_BREAK.sub(b" ", data)))
         return self._requires_met(words)
+
+    def _triggered(self, data: bytes) -> bool:
+        """Does a trigger word, or a call-only name called, occur in ``data``?"""
+        return self.trigger_re is not None and self.trigger_re.search(data) is not None or self._has_call(data)
 
     def _has_call(self, data: bytes) -> bool:
         """Does one of the call-only names occur in ``data`` as a whole identifier called?"""
@@ -128,7 +130,7 @@ class RuleSet:
         qualified names they stand for. The caller has checked the file's encoding
         (foreign_encoding) and ``text`` for escapes (escapes_words).
         """
-        if self.trigger_re is not None and self.trigger_re.search(text) is not None or self._has_call(text):
+        if self._triggered(text):
             return None
         words = set(_WORD.findall(text.removeprefix(codecs.BOM_UTF8)))
         expanded = set(words)
@@ -305,12 +307,13 @@ def load_ruleset(
     files = builtin_files + [Path(p) for p in user_rules]
     rs = RuleSet()
     for number, path in enumerate(files):
-        data = read_rule_file(path, validate=number >= len(builtin_files))
+        user = number >= len(builtin_files)  # shipped files are validated by the tests, not here
+        data = read_rule_file(path, validate=user)
         for kind, entries in data["rules"].items():
             for i, entry in enumerate(entries):
                 if entry.get("option") and not options[entry["option"]]:
                     continue
-                _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]", user=number >= len(builtin_files)))
+                _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]", user=user))
     _add_new_name_aliases(rs)
     rs.triggers, calls, rs.requires = _triggers(rs)
     rs.trigger_re = _alternation(rs.triggers)
@@ -352,8 +355,9 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         else:
             rs.device_q[name] = rule
     elif kind == "UnsupportedRule":
-        table, key = ((rs.unsupported_method, rule["name"].rsplit(".", 1)[-1]) if on == "method"
-                      else (rs.unsupported_attribute, rule["name"].rsplit(".", 1)[-1]) if on == "attribute"
+        member = rule["name"].rsplit(".", 1)[-1]
+        table, key = ((rs.unsupported_method, member) if on == "method"
+                      else (rs.unsupported_attribute, member) if on == "attribute"
                       else (rs.unsupported_q, rule["name"]))
         previous = table.get(key)
         # A built-in "no counterpart" error (with its suggestion) is more specific than the generic
@@ -377,9 +381,14 @@ def _add_new_name_aliases(rs: RuleSet) -> None:
                 table[found[0]] = table[name]
 
 
+def _alternatives(words: Iterable[bytes]) -> bytes:
+    """A regular expression for any of ``words`` (longest first); b"" for none."""
+    return b"|".join(re.escape(w) for w in sorted(set(words), key=lambda w: (-len(w), w)))
+
+
 def _alternation(words: Iterable[bytes]) -> "re.Pattern[bytes] | None":
-    words = sorted(set(words), key=lambda w: (-len(w), w))
-    return re.compile(b"|".join(re.escape(w) for w in words)) if words else None
+    pattern = _alternatives(words)
+    return re.compile(pattern) if pattern else None
 
 
 # The engine rewrites CUDA device strings ("cuda", "cuda:0", f"cuda:{i}", ...) wherever they are
@@ -392,10 +401,8 @@ def _call_pattern(calls: Iterable[bytes]) -> "re.Pattern[bytes] | None":
     """``calls`` as the name of a call: the name, then only blanks, comments or line continuations
     before the "(" (an escaped newline, as in a notebook's JSON, counts as a blank). That the name
     starts a word is checked by RuleSet._has_call: a look-behind here makes the search 5x slower."""
-    calls = sorted(set(calls), key=lambda w: (-len(w), w))
-    if not calls:
-        return None
-    return re.compile(b"(?:" + b"|".join(re.escape(c) for c in calls) + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(")
+    names = _alternatives(calls)
+    return re.compile(b"(?:" + names + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(") if names else None
 
 
 def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
