@@ -84,7 +84,7 @@ def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
         return None
     lines = source.splitlines(keepends=True)
     folds: list[list] = []  # [first line, last line, words], in source order
-    _fold_block(tree.body, lines, rules, _aliases(tree, source), folds, top=True)
+    _fold_block(tree.body, lines, rules, _aliases(tree, source, lines), folds, top=True)
     if not folds:
         return None
 
@@ -187,7 +187,7 @@ def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
-def _aliases(tree: ast.Module, source: bytes) -> dict[bytes, frozenset[bytes]]:
+def _aliases(tree: ast.Module, source: bytes, lines: list[bytes]) -> dict[bytes, frozenset[bytes]]:
     """Each name an import binds anywhere in the file -> the parts of the qualified names it is
     bound to (all of them, when it is bound more than once)."""
     found: dict[bytes, set[bytes]] = {}
@@ -202,18 +202,16 @@ def _aliases(tree: ast.Module, source: bytes) -> dict[bytes, frozenset[bytes]]:
         for stmt in stack.pop():
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
-                    root = alias.name.split(".")[0]
-                    bind(alias.asname, alias.name) if alias.asname else bind(root, root)
+                    if alias.asname:
+                        bind(alias.asname, alias.name)
+                    else:
+                        root = alias.name.split(".")[0]
+                        bind(root, root)
             elif isinstance(stmt, ast.ImportFrom):
                 if stmt.module and not stmt.level:
                     for alias in stmt.names:
                         if alias.name != "*":
                             bind(alias.asname or alias.name, f"{stmt.module}.{alias.name}")
             else:
-                for name in ("body", "orelse", "finalbody"):
-                    block = getattr(stmt, name, None)
-                    if isinstance(block, list):
-                        stack.append(block)
-                stack += [h.body for h in getattr(stmt, "handlers", ())]
-                stack += [c.body for c in getattr(stmt, "cases", ())]
+                stack += _blocks(stmt, lines)
     return {name: frozenset(parts) for name, parts in found.items()}
