@@ -12,10 +12,8 @@ does not parse). Notes never change the exit status.
 from __future__ import annotations
 
 import difflib
-import multiprocessing
 import os
 import re
-import signal
 import stat
 import sys
 import tempfile
@@ -30,14 +28,15 @@ from .config import RuleOptions
 from .diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind
-from .runner import WORKER_DIED, one_by_one, rules_for, walk
+from .runner import WORKER_DIED, init_worker, mp_context, one_by_one, rules_for, walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
 # convert_file picks the converter from the name's suffix; a file whose kind was found otherwise
 # (shebang, --stdin-filename) is converted under one of these names.
 KIND_NAMES = {"python": "source.py", "notebook": "source.ipynb", "shell": "source.sh"}
-SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".dash", ".csh", ".tcsh")
+# scripts of other shells, named on the command line (.sh and .bash are file_kind's already)
+OTHER_SHELL_SUFFIXES = (".zsh", ".ksh", ".dash", ".csh", ".tcsh")
 SHELLS = frozenset({"sh", "bash", "zsh", "ksh", "mksh", "dash", "ash", "csh", "tcsh"})
 SHEBANG = re.compile(rb"^#!\s*(\S+)(?:[ \t]+(\S+))?")
 POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
@@ -100,7 +99,7 @@ def detect_kind(name: str, head: bytes) -> str | None:
     kind = file_kind(name)
     if kind != "other":
         return kind
-    if name.lower().endswith(SHELL_SUFFIXES):
+    if name.lower().endswith(OTHER_SHELL_SUFFIXES):
         return "shell"
     return shebang_kind(head)
 
@@ -192,6 +191,11 @@ def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcom
             raise
         outcome.error = internal_error(exc)
         return outcome
+    return _outcome(outcome, data, result)
+
+
+def _outcome(outcome: Outcome, data: bytes, result: FileResult) -> Outcome:
+    """``outcome`` completed from the conversion ``result`` of ``data``."""
     outcome.records = result.records
     if result.error:
         outcome.error = f"not converted: {result.error}"
@@ -200,8 +204,14 @@ def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcom
     return outcome
 
 
-def _init_worker() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+def _shown(outcome: Outcome, args: Namespace) -> list[Diagnostic]:
+    """What a mode reports of a file: --check, all of the file as it is; --diff, its findings (the
+    diff shows the changes); --in-place and stdin, the findings left in the converted file."""
+    if args.check:
+        return outcome.diagnostics(after=False)
+    if args.diff:
+        return [d for d in outcome.diagnostics(after=False) if not d.is_change]
+    return outcome.diagnostics(after=True)
 
 
 def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool,
@@ -210,15 +220,15 @@ def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, p
     rules_for(options)  # build once here: forked workers inherit it, and bad -r files fail early
     if jobs <= 1 or len(work) < POOL_MIN_FILES:
         return [_convert_target(w) for w in work]
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
-    ctx = multiprocessing.get_context(method)
+    ctx = mp_context()
     workers = min(jobs, len(work))
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
+                                 initargs=(options,)) as pool:
             return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
     except BrokenProcessPool:
         pass  # a worker died (a crash in native code, or killed for memory): find the file it died on
-    return list(one_by_one(_convert_target, work, ctx, _init_worker, (),
+    return list(one_by_one(_convert_target, work, ctx, init_worker, (options,),
                            lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}")))
 
 
@@ -335,22 +345,17 @@ def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
             errors.append(f"{display}: {outcome.error}")
             continue
         unparsed += bool(outcome.error)  # reported as a TP900 diagnostic
-        if args.check:
-            diagnostics.extend(outcome.diagnostics(after=False))
-        elif args.diff:
-            diagnostics.extend(d for d in outcome.diagnostics(after=False) if not d.is_change)
-        else:  # --in-place
-            if outcome.new is not None:
-                try:
-                    write_atomic(outcome.target.path, outcome.new, outcome.stamp)
-                except OSError as exc:
-                    errors.append(f"{display}: cannot write: {exc.strerror or exc}")
-                    diagnostics.extend(outcome.diagnostics(after=False))
-                    continue
-                if not quiet:
-                    n = sum(1 for r in outcome.records if r.is_change)
-                    print(f"converted {display} ({_plural(n, 'change')})", file=err)
-            diagnostics.extend(outcome.diagnostics(after=True))
+        if args.in_place and outcome.new is not None:
+            try:
+                write_atomic(outcome.target.path, outcome.new, outcome.stamp)
+            except OSError as exc:
+                errors.append(f"{display}: cannot write: {exc.strerror or exc}")
+                diagnostics.extend(outcome.diagnostics(after=False))
+                continue
+            if not quiet:
+                n = sum(1 for r in outcome.records if r.is_change)
+                print(f"converted {display} ({_plural(n, 'change')})", file=err)
+        diagnostics.extend(_shown(outcome, args))
         if outcome.new is not None:
             changed.append(outcome)
 
@@ -402,17 +407,8 @@ def run_stdin(args: Namespace, options: RuleOptions) -> int:
         if plain:
             _write_bytes(sys.stdout, data)  # an editor that pipes through us keeps its text
         raise
-    outcome = Outcome(Target(name, name, kind), records=result.records, remaining=remaining)
-    if result.error:
-        outcome.error = f"not converted: {result.error}"
-    elif result.new is not None and result.new != data:
-        outcome.old, outcome.new = data, result.new
-    if args.check:
-        diagnostics = outcome.diagnostics(after=False)
-    elif args.diff:
-        diagnostics = [d for d in outcome.diagnostics(after=False) if not d.is_change]
-    else:
-        diagnostics = outcome.diagnostics(after=True)
+    outcome = _outcome(Outcome(Target(name, name, kind), remaining=remaining), data, result)
+    diagnostics = _shown(outcome, args)
     status = _exit_status(diagnostics, changed=outcome.new is not None, failed=outcome.error is not None)
     if plain:
         _write_bytes(sys.stdout, outcome.new if outcome.new is not None else data)

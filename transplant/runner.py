@@ -89,19 +89,24 @@ def rules_for(options: RuleOptions) -> RuleSet:
     return _RULES
 
 
-def _init_worker(options: RuleOptions) -> None:
+# Syntax trees are large, acyclic once built and short-lived: collect cycles less often.
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def init_worker(options: RuleOptions) -> None:
+    """Set up a worker process (of repository mode or the file modes)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     rules_for(options)
-    _tune_gc()
+    gc.freeze()  # never scan the long-lived objects (modules, rules) that exist before the work starts
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
-def _tune_gc() -> None:
-    """Syntax trees are large, acyclic once built and short-lived: collect cycles less often,
-    and never scan the long-lived objects (modules, rules) that exist before the work starts."""
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+def mp_context():
+    """Worker processes are forked (they inherit the built rules) where that is safe, else spawned."""
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    return multiprocessing.get_context(method)
 
 
 def _work_chunk(jobs: list[Job]) -> list[FileResult]:
@@ -343,15 +348,14 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
     _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
     if config.jobs <= 1 or len(jobs) < 2:
         thresholds = gc.get_threshold()
-        gc.set_threshold(50_000, 20, 100)
+        gc.set_threshold(*GC_THRESHOLDS)
         try:
             for job in jobs:
                 yield _work(job)
         finally:
             gc.set_threshold(*thresholds)
         return
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
-    ctx = multiprocessing.get_context(method)
+    ctx = mp_context()
     # Results come back in job order (deterministic warnings and progress), streamed: at most
     # `window` chunks are in flight, so memory holds a few files at a time, not the repository.
     # Files the pre-filter skips are settled here, in order, without a round trip to a worker.
@@ -359,7 +363,7 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
     window = config.jobs * 4
     start = 0
     while start < len(jobs):
-        with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=_init_worker,
+        with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=init_worker,
                                  initargs=(config.rule_options,)) as pool:
             try:
                 for result in _ordered(pool, jobs[start:], rules, chunk, window):
@@ -373,7 +377,7 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
                 raise
         # The files that were in flight go one at a time, so the one a worker dies on is known
         # and reported; then the pool starts again after them.
-        for result in one_by_one(_work, jobs[start:start + chunk * window], ctx, _init_worker,
+        for result in one_by_one(_work, jobs[start:start + chunk * window], ctx, init_worker,
                                  (config.rule_options,), lambda job: not_converted(job.rel, WORKER_DIED)):
             yield result
             start += 1
