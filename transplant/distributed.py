@@ -27,8 +27,8 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from .engine import (Record, SourceError, dotted_parts, import_module_name, is_docstring_stmt, is_future_import,
-                     node_positions, parse)
+from .engine import (Record, SourceError, dotted_parts, import_asname, import_module_name, is_docstring_stmt,
+                     is_future_import, node_positions, parse)
 from .filetypes import FileResult
 from .runner import RunSummary, UsageError, report_name
 
@@ -474,8 +474,9 @@ class Analysis:
             if isinstance(node, cst.Import):
                 for alias in node.names:
                     qualified = import_module_name(alias.name)
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        names[alias.asname.name.value] = qualified
+                    local = import_asname(alias)
+                    if local is not None:
+                        names[local] = qualified
                     else:
                         root = qualified.split(".")[0]
                         names[root] = root
@@ -485,9 +486,7 @@ class Analysis:
                 module = import_module_name(node.module)
                 for alias in node.names:
                     name = import_module_name(alias.name)
-                    local = alias.asname.name.value if alias.asname is not None and isinstance(
-                        alias.asname.name, cst.Name) else name
-                    names[local] = f"{module}.{name}"
+                    names[import_asname(alias) or name] = f"{module}.{name}"
         return names
 
     def qual(self, node: cst.BaseExpression) -> str | None:

@@ -311,7 +311,7 @@ def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
     notes = []
     for alias in node.names:
         qualified = import_module_name(alias.name)
-        local = _asname(alias)
+        local = import_asname(alias)
         if local is not None:
             b.original[local] = qualified
             found = rules.new_name(qualified)
@@ -357,7 +357,7 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
     rules_used: list[Rule] = []
     for alias in node.names:
         name = alias.name.value if isinstance(alias.name, cst.Name) else import_module_name(alias.name)
-        local = _asname(alias) or name
+        local = import_asname(alias) or name
         qualified = f"{module}.{name}"
         b.original[local] = qualified
         found = rules.new_name(qualified)
@@ -415,7 +415,7 @@ def _targets_npu(rule: Rule) -> bool:
     return not rule.user or "torch_npu" in f"{rule.get('parent_module', '')}.{rule.get('new_name', '')}"
 
 
-def _asname(alias: cst.ImportAlias) -> str | None:
+def import_asname(alias: cst.ImportAlias) -> str | None:
     """The name an ``as`` clause binds, or None when the alias has none."""
     asname = alias.asname
     return asname.name.value if asname is not None and isinstance(asname.name, cst.Name) else None
@@ -426,7 +426,7 @@ def _locals(node: cst.Import | cst.ImportFrom) -> list[str]:
     if isinstance(node.names, cst.ImportStar):
         return out
     for alias in node.names:
-        local = _asname(alias)
+        local = import_asname(alias)
         if local is not None:
             out.append(local)
         elif isinstance(alias.name, cst.Name):
@@ -1165,7 +1165,7 @@ class _ImportPruner(cst.CSTTransformer):
         keep = []
         for alias in updated_node.names:
             module = import_module_name(alias.name)
-            local = _asname(alias)
+            local = import_asname(alias)
             if local is not None and local in self.unused:
                 self.removed.append(f"import {module} as {local}")
                 continue
@@ -1186,7 +1186,7 @@ class _ImportPruner(cst.CSTTransformer):
             return updated_node
         keep = []
         for alias in updated_node.names:
-            local = _asname(alias) or (
+            local = import_asname(alias) or (
                 alias.name.value if isinstance(alias.name, cst.Name) else None)
             if local is not None and local in self.unused:
                 self.removed.append(f"from {import_module_name(updated_node.module)} import {local}")

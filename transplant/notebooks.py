@@ -90,14 +90,19 @@ def _json_style(text: str) -> tuple[int | None, bool, bool]:
     return indent, ensure_ascii, text.endswith("\n")
 
 
+def _cell_text(cell: dict) -> str:
+    """A cell's source as one string (Jupyter stores it as a string or a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
 def _code_cells(nb: dict) -> list[tuple[int, dict, str]]:
     """(1-based cell number, cell, source text) of the code cells that are Python."""
     out = []
     for index, cell in enumerate(nb["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
+        text = _cell_text(cell)
         if text.lstrip().startswith("%%"):
             continue  # cell magic: the whole cell is not Python
         if skips_file(text.encode("utf-8")):
@@ -213,8 +218,7 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         new_text = new_texts.get(number)
-        source = cell.get("source", "")
-        text_now = new_text if new_text is not None else ("".join(source) if isinstance(source, list) else str(source))
+        text_now = new_text if new_text is not None else _cell_text(cell)
         if rules.env and not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
