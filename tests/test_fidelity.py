@@ -76,6 +76,19 @@ def test_no_newline_at_end_of_file():
     assert run(b"import torch\nx.cuda()") == b"import torch\nimport torch_npu\nx.npu()"
 
 
+@pytest.mark.parametrize("ending", [b"", b"\n", b"\n\n"])
+def test_indented_comments_that_end_the_file_are_all_kept(ending):
+    # libcst alone keeps only the last of them (after a module-level statement, or after a
+    # function the skeleton folds away)
+    after_statement = b"import torch\ntorch.cuda.synchronize()\n    # one\n    # two" + ending
+    assert run(after_statement) == after_statement.replace(b"import torch\ntorch.cuda",
+                                                           b"import torch\nimport torch_npu\ntorch_npu.npu")
+    after_function = (b"import torch\nx = torch.cuda.is_available()\n\n\ndef f():\n    y = 1\n    # one\n"
+                      b"    # two\n\t# three" + ending)
+    assert run(after_function) == after_function.replace(b"import torch\nx = torch.cuda",
+                                                         b"import torch\nimport torch_npu\nx = torch_npu.npu")
+
+
 def test_tabs_spacing_and_comments_are_untouched():
     source = (b"import torch\nif True:\n\tx = torch.zeros(1,\tdevice = 'cuda')   # keep  this\n"
               b"\ty=x.cuda( )\t# tab\n\t# torch.cuda.synchronize() stays in a comment\n")

@@ -1345,6 +1345,29 @@ def convert(source: bytes, rules: RuleSet) -> Conversion:
     """Convert one Python source. Raises SourceError when it does not parse."""
     if skips_file(source):
         return Conversion(None, [])
+    code, footer = _split_footer(source)
+    result = _convert_source(code, rules)
+    if result.new is not None:
+        result.new += footer
+    return result
+
+
+def _split_footer(source: bytes) -> tuple[bytes, bytes]:
+    """``source`` as (code, footer) where the footer is the comment and blank lines at its end,
+    when one of them is an indented comment: libcst (1.9) keeps only the last of several
+    indented comments that end a module. The footer is put back as it is. (In a skeleton this
+    is common: a folded last function leaves the comments at the end of its body there.)"""
+    lines = source.splitlines(keepends=True)
+    start = len(lines)
+    while start > 0 and lines[start - 1].strip(b" \t\f\r\n")[:1] in (b"", b"#"):
+        start -= 1
+    footer = lines[start:]
+    if not any(line[:1] in (b" ", b"\t", b"\f") and line.lstrip(b" \t\f").startswith(b"#") for line in footer):
+        return source, b""
+    return b"".join(lines[:start]), b"".join(footer)
+
+
+def _convert_source(source: bytes, rules: RuleSet) -> Conversion:
     skip = skipped_lines(source)
     result = None
     skel = skeleton(source, rules)  # (CPython's parser raises, never crashes, on deep nesting)
