@@ -27,8 +27,8 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
-from .engine import (Record, SourceError, dotted_parts, import_asname, import_module_name, is_docstring_stmt,
-                     is_future_import, node_positions, parse)
+from .engine import (Record, SourceError, code_of, dotted_parts, import_asname, import_module_name,
+                     is_docstring_stmt, is_future_import, node_positions, parse, target_names)
 from .filetypes import FileResult
 from .runner import RunSummary, UsageError, report_name
 
@@ -273,13 +273,9 @@ exit "$status"
 # --------------------------------------------------------------------------- analysis
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
 def _short(node: cst.CSTNode, limit: int = 60) -> str:
     """The node's code on one line, cut at ``limit`` characters, for messages."""
-    text = " ".join(_code(node).split())
+    text = " ".join(code_of(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -451,7 +447,7 @@ class Analysis:
     def guarded_by(self, node: cst.CSTNode, word: str) -> bool:
         """Is ``node`` inside an ``if`` whose condition mentions ``word``?"""
         for a in self.ancestors(node):
-            if isinstance(a, cst.If) and word in _code(a.test):
+            if isinstance(a, cst.If) and word in code_of(a.test):
                 return True
             if isinstance(a, (cst.FunctionDef, cst.ClassDef)):
                 return False
@@ -527,8 +523,7 @@ class Analysis:
                 declared_global |= {n.name.value for n in node.names}
             elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.AsName)):
                 target = node.name if isinstance(node, cst.AsName) else node.target
-                for leaf in _target_names(target):
-                    names.add(leaf)
+                names |= target_names(target)
         names -= declared_global
         self._locals[id(fn)] = names
         return names
@@ -636,16 +631,6 @@ class Analysis:
         return last[:1].isupper() or "model" in last.lower() or ".models." in f".{qualified}"
 
 
-def _target_names(target: cst.CSTNode) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
-
-
 def _stmt(code: str) -> cst.BaseStatement:
     return cst.parse_statement(code)
 
@@ -747,7 +732,7 @@ class Converter:
                 if info.distributed and isinstance(sampler_arg.value, (cst.Name, cst.Attribute)):
                     key = self.a.key_of(sampler_arg.value, call)
                     if key is not None:
-                        info.sampler, info.sampler_key = _code(sampler_arg.value), key
+                        info.sampler, info.sampler_key = code_of(sampler_arg.value), key
                 self._register(call, owner, info)
                 continue
             dataset = positional[0] if positional else keywords.get("dataset")
@@ -785,11 +770,11 @@ class Converter:
             self.plan.warnings.append(
                 f"DataLoader over {_short(dataset.value)} is built inside an expression; no DistributedSampler added")
             return
-        shuffle_code = _code(shuffle.value) if shuffle is not None else "False"
+        shuffle_code = code_of(shuffle.value) if shuffle is not None else "False"
         if kwargs_arg is not None:
-            shuffle_code = f'{_code(kwargs_arg.value)}.get("shuffle", False)'
+            shuffle_code = f'{code_of(kwargs_arg.value)}.get("shuffle", False)'
         new_before: list[cst.BaseStatement] = []
-        dataset_code = _code(dataset.value)
+        dataset_code = code_of(dataset.value)
         hoisted_dataset: str | None = None
         sampler_key = None
         if not inline:
@@ -840,7 +825,7 @@ class Converter:
             if kwargs_arg is not None:
                 i = originals.index(kwargs_arg)
                 args[i] = args[i].with_changes(
-                    value=cst.parse_expression(f'{{**{_code(kwargs_arg.value)}, "shuffle": False}}'))
+                    value=cst.parse_expression(f'{{**{code_of(kwargs_arg.value)}, "shuffle": False}}'))
             replace_at = originals.index(shuffle) if shuffle is not None else (
                 originals.index(none_sampler) if none_sampler is not None else None)
             if replace_at is not None:
@@ -1010,12 +995,12 @@ class Converter:
             if not isinstance(loop.body, cst.IndentedBlock):
                 continue
             refs: list[tuple[str, cst.CSTNode]] = []
-            existing = {_code(n.func.value) for body in self._bodies(loop.body, 0) for n in self.a.subtree(body)
+            existing = {code_of(n.func.value) for body in self._bodies(loop.body, 0) for n in self.a.subtree(body)
                         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
                         and n.func.attr.value == "set_epoch" and self.a.under(n, body)}
             for node, info in self._loader_refs(loop, loop.body, 0):
                 receiver = self._receiver(node, info, loop)
-                if {receiver, f"{_code(node)}.sampler", info.sampler} & existing:
+                if {receiver, f"{code_of(node)}.sampler", info.sampler} & existing:
                     continue
                 if all(r != receiver for r, _ in refs):
                     refs.append((receiver, node))
@@ -1085,7 +1070,7 @@ class Converter:
             here = self.a.class_of(loop) if kind == "attr" else (self.a.function_of(loop) or self.module)
             if here is not None and id(here) == owner:
                 return info.sampler
-        return f"{_code(ref)}.sampler"
+        return f"{code_of(ref)}.sampler"
 
     # ---- DistributedDataParallel
 
@@ -1256,7 +1241,7 @@ class Converter:
 
                 self.plan.replace[id(ref)] = unwrap
                 self.plan.record("rank0", f"save the model inside the DistributedDataParallel wrapper: "
-                                          f"npu_unwrap({_code(ref)})", k)
+                                          f"npu_unwrap({code_of(ref)})", k)
             line = self._sole_expr_statement(call)
             if line is not None and not a.guarded_by(call, "rank"):
                 self.plan.record("rank0", "torch.save on rank 0 only", self._guard_line(line, "npu_rank() == 0"))
@@ -1306,7 +1291,7 @@ class Converter:
                 continue
             line = self._sole_expr_statement(call)
             if line is None:
-                self.plan.warnings.append(f"{_code(call)} sets one NPU for every process; the launcher's choice "
+                self.plan.warnings.append(f"{code_of(call)} sets one NPU for every process; the launcher's choice "
                                           "is overridden")
                 continue
             self.plan.record("device", "set_device only for a single process: when distributed, each process "
@@ -1332,7 +1317,7 @@ class Converter:
     def _main_block(self) -> cst.If | None:
         for stmt in self.module.body:
             if isinstance(stmt, cst.If) and isinstance(stmt.test, cst.Comparison):
-                code = _code(stmt.test).replace("'", '"').replace(" ", "")
+                code = code_of(stmt.test).replace("'", '"').replace(" ", "")
                 if code in ('__name__=="__main__"', '"__main__"==__name__'):
                     return stmt
         return None

@@ -34,6 +34,11 @@ GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "o
 # --------------------------------------------------------------------------- helpers
 
 
+def code_of(node: cst.CSTNode) -> str:
+    """The source code of a node on its own (outside any module)."""
+    return cst.Module([]).code_for_node(node)
+
+
 def dotted_parts(node: cst.BaseExpression) -> list[str] | None:
     """``a.b.c`` -> ["a", "b", "c"]; None for anything that is not a plain dotted name."""
     parts: list[str] = []
@@ -218,7 +223,7 @@ def literal_equals(node: cst.BaseExpression, literal: str, literal_node: cst.Bas
     wanted = string_value(literal_node)
     if wanted is not None:
         return string_value(node) == wanted
-    return cst.Module([]).code_for_node(node).strip() == literal.strip()
+    return code_of(node).strip() == literal.strip()
 
 
 def replace_literal(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression,
@@ -399,14 +404,14 @@ def _rule_note(rule: Rule) -> str:
     return f" ({rule['message']})" if rule.get("message") else ""
 
 
-def _target_names(node: cst.BaseExpression) -> set[str]:
+def target_names(node: cst.BaseExpression) -> set[str]:
     """Names bound by an assignment or loop target: ``x``, ``(a, [b, *c])``."""
     if isinstance(node, cst.Name):
         return {node.value}
     if isinstance(node, (cst.Tuple, cst.List)):
-        return set().union(*(_target_names(e.value) for e in node.elements)) if node.elements else set()
+        return set().union(*(target_names(e.value) for e in node.elements)) if node.elements else set()
     if isinstance(node, cst.StarredElement):
-        return _target_names(node.value)
+        return target_names(node.value)
     return set()
 
 
@@ -624,7 +629,7 @@ class Converter(cst.CSTTransformer):
         names: set[str] = set()
         comp = node.for_in
         while comp is not None:
-            names |= _target_names(comp.target)
+            names |= target_names(comp.target)
             comp = comp.inner_for_in
         self.shadow.append(names)
 
@@ -922,7 +927,7 @@ class Converter(cst.CSTTransformer):
                         api=rule["func_name"], level="warning")
             return False
         if not self.record(original_value, "args", f"{label} -> {new_text}", rule, api=rule["func_name"],
-                           new=cst.Module([]).code_for_node(replaced)):
+                           new=code_of(replaced)):
             return False
         if new_keyword and (arg.keyword is None or arg.keyword.value != new_keyword):
             arg = arg.with_changes(keyword=cst.Name(new_keyword), equal=cst.AssignEqual(
@@ -957,7 +962,7 @@ class Converter(cst.CSTTransformer):
                 rule_here = rule
             new = rewrite_device_expr(arg.value)
             if new is not None and self.record(call.args[i].value, "device", "device string cuda -> npu", rule_here,
-                                               new=cst.Module([]).code_for_node(new)):
+                                               new=code_of(new)):
                 args[i] = arg.with_changes(value=new)
                 changed = True
             elif new is None and bare == "add_argument" and arg.keyword is not None:
@@ -990,14 +995,14 @@ class Converter(cst.CSTTransformer):
     def _device_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
         new = rewrite_device_expr(value)
         if new is not None and self.record(anchor, "device", "device string cuda -> npu", None,
-                                           new=cst.Module([]).code_for_node(new)):
+                                           new=code_of(new)):
             return new
         return None
 
     def _backend_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
         new = rewrite_backend_expr(value)
         if new is not None and self.record(anchor, "args", "collective backend nccl -> hccl", None,
-                                           new=cst.Module([]).code_for_node(new)):
+                                           new=code_of(new)):
             return new
         return None
 
