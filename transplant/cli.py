@@ -79,6 +79,10 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["emulate"]:  # runs user code: kept apart from the converter (transplant/emulate/)
+        from .emulate.cli import main as emulate
+
+        return emulate(argv[1:])
     debug = "--debug" in argv
     try:
         return _main(argv)

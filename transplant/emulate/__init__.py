@@ -1,0 +1,26 @@
+"""Emulation of the NPU software stack (torch_npu) on the CPU or a CUDA GPU, for `transplant emulate`.
+
+It runs a converted script in a process where ``import torch_npu`` gives an emulated torch_npu whose
+"npu" device is the backing device. It is the only part of transplant that imports torch (the
+user's), and no other command loads it; the converter never imports it.
+
+    cli.py       the command line: checks, the stderr notice, running the script
+    devices.py   "npu" as a device name: translation of npu devices for every torch call, tensor and
+                 module methods, autocast, GradScaler, the hccl backend, DistributedDataParallel
+    npu_api.py   the torch_npu.npu namespace (devices, streams, events, memory, seeds, amp)
+    extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
+    strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
+    coverage.py  names torch_npu has that the emulator does not emulate, and why
+    shim/        the importable ``torch_npu`` package; on sys.path only in emulated processes
+
+Settings travel in environment variables (so processes the script starts are emulated alike):
+TRANSPLANT_EMULATE_BACKING (cpu|cuda), TRANSPLANT_EMULATE_STRICT (1 = strict).
+"""
+
+BACKING_ENV = "TRANSPLANT_EMULATE_BACKING"
+STRICT_ENV = "TRANSPLANT_EMULATE_STRICT"
+BACKINGS = ("cpu", "cuda")
+
+
+class EmulationError(RuntimeError):
+    """A use the emulator refuses: a CUDA use under --strict, or a torch_npu name it does not emulate."""

@@ -1,0 +1,289 @@
+""""npu" as a device name in an emulated process, backed by the CPU or a CUDA GPU.
+
+How: torch's PrivateUse1 device type is renamed "npu" (``torch.utils.rename_privateuse1_backend``),
+so ``torch.device("npu:1")`` is a real torch.device of type "npu" with index 1, as it is with
+torch_npu, and parses wherever torch parses devices. No tensor is ever placed on that device: a
+``TorchFunctionMode``, entered in the main thread and in every thread started later, sees every torch
+function and tensor method call (factories, ``.to``, ``.new_*``, ``_parse_to`` under ``Module.to``,
+...) and replaces each npu device argument (a torch.device or a string "npu"/"npu:N") by the
+backing device. The few APIs that take a device type but are not torch functions (autocast,
+GradScaler, custom_fwd/custom_bwd, torch.load, the process group, DistributedDataParallel) are
+wrapped here. Tensors report where they really are (``x.device`` is the backing device).
+
+This module must not decide what counts as a CUDA use (strict.py does) nor build torch_npu
+(npu_api.py, extras.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import threading
+
+import torch
+import torch.distributed as dist
+from torch.overrides import TorchFunctionMode
+
+NPU = "npu"
+_NPU_DEVICE = re.compile(r"npu(?::(\d+))?\Z")
+_LEGACY_TYPE = re.compile(r"torch\.npu\.(\w+Tensor)\Z")  # x.type("torch.npu.HalfTensor")
+
+
+class Backing:
+    """The device the emulated NPUs are: "cpu" (one device, however many NPUs) or "cuda"."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.active = False  # npu devices mean something only once torch_npu is imported, as on an NPU
+
+    def count(self) -> int:
+        return max(torch.cuda.device_count(), 1) if self.kind == "cuda" else 1
+
+    def device(self, index: int | None = None) -> torch.device:
+        if self.kind == "cpu":
+            return torch.device("cpu")
+        # NPU n is GPU n modulo the GPUs there are, so a launch on NPUs 3,5 runs on one GPU too
+        return torch.device("cuda") if index is None else torch.device("cuda", index % self.count())
+
+    def translate(self, value):
+        """``value`` with an npu device (object or string) replaced by the backing device."""
+        if not self.active:
+            return value
+        if isinstance(value, torch.device):
+            return self.device(value.index) if value.type == NPU else value
+        if isinstance(value, str) and value.startswith(("npu", "torch.npu.")):
+            match = _NPU_DEVICE.match(value)
+            if match:  # a string stays a string ("cpu", "cuda:1"): some APIs take device type names
+                return str(self.device(int(match.group(1)) if match.group(1) else None))
+            match = _LEGACY_TYPE.match(value)
+            if match:
+                return f"torch.{match.group(1)}" if self.kind == "cpu" else f"torch.cuda.{match.group(1)}"
+        return value
+
+    def device_type(self, value):
+        """A device type argument ("npu" for autocast, GradScaler, ...) as the backing's type."""
+        return self.kind if value == NPU else value
+
+    def backend(self, value):
+        """A process group backend string with hccl as the backing's collective library."""
+        if not isinstance(value, str):
+            return value
+        value = re.sub(r"\bhccl\b", "gloo" if self.kind == "cpu" else "nccl", value)
+        return re.sub(r"\bnpu:", f"{self.kind}:", value)
+
+
+class NpuDeviceMode(TorchFunctionMode):
+    """Translates npu devices in the arguments of every torch call; ``check`` sees the call first."""
+
+    def __init__(self, backing: Backing, check=None):
+        super().__init__()
+        self.backing, self.check = backing, check
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.check is not None:
+            self.check(func, args, kwargs)
+        if func is not torch.device:  # torch.device("npu") stays an npu device
+            translate = self.backing.translate
+            args = tuple(translate(a) for a in args)
+            kwargs = {k: translate(v) for k, v in kwargs.items()}
+            if self.backing.active and self.backing.kind == "cpu":
+                # page-locked memory is for copies to a device; with the CPU as the NPU there are none
+                if func is _PIN_MEMORY:
+                    return args[0]
+                if func is _IS_PINNED:
+                    return False
+                if kwargs.get("pin_memory"):
+                    kwargs["pin_memory"] = False
+        return func(*args, **kwargs)
+
+
+_PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
+
+
+def enter_mode(backing: Backing, check=None) -> None:
+    """Enter the device mode now and at the start of every thread started later (torch keeps its
+    function-mode stack per thread). It translates nothing until install() is called."""
+    make_mode = functools.partial(NpuDeviceMode, backing, check)
+    make_mode().__enter__()
+    bootstrap = threading.Thread._bootstrap_inner
+
+    @functools.wraps(bootstrap)
+    def bootstrap_in_mode(self):
+        with make_mode():
+            bootstrap(self)
+
+    threading.Thread._bootstrap_inner = bootstrap_in_mode
+
+
+def _index(device) -> int | None:
+    if device is None or isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return device.index
+
+
+def install(backing: Backing) -> None:
+    """Make "npu" a device name in this process, backed by ``backing``: on ``import torch_npu``,
+    after enter_mode(). Call once."""
+    torch.utils.rename_privateuse1_backend(NPU)
+    backing.active = True
+    _accelerator(backing)
+    _methods(backing)
+    _amp(backing)
+    _loading(backing)
+    _distributed(backing)
+
+
+def _accelerator(backing: Backing) -> None:
+    """torch.accelerator as without the emulation: renaming PrivateUse1 makes torch's C++ side take
+    "npu" for this machine's accelerator, and code such as the DataLoader would ask it for devices."""
+    accelerator = torch.accelerator
+    torch._C._get_accelerator = lambda: torch.device(backing.kind)  # used by dist.barrier, FSDP, ...
+    if backing.kind == "cpu":
+        accelerator.current_accelerator = lambda check_available=False: None
+        accelerator.is_available = lambda: False
+        accelerator.device_count = lambda: 0
+        return
+    cuda = torch.cuda
+    accelerator.current_accelerator = lambda check_available=False: torch.device("cuda")
+    accelerator.is_available, accelerator.device_count = cuda.is_available, cuda.device_count
+    accelerator.current_device_index = accelerator.current_device_idx = cuda.current_device
+    accelerator.set_device_index = accelerator.set_device_idx = cuda.set_device
+    accelerator.current_stream, accelerator.set_stream = cuda.current_stream, cuda.set_stream
+    accelerator.synchronize = cuda.synchronize
+
+
+def _methods(backing: Backing) -> None:
+    def tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+        return self.to(backing.device(_index(device)), non_blocking=non_blocking, memory_format=memory_format)
+
+    def module_npu(self, device=None):
+        return self._apply(lambda t: tensor_npu(t, device))
+
+    torch.Tensor.npu = tensor_npu
+    torch.Tensor.is_npu = property(lambda self: self.device.type == backing.kind,
+                                   doc="True when the tensor is on the device that backs the emulated NPUs")
+    torch.nn.Module.npu = module_npu
+    base_generator = torch.Generator
+
+    class Generator(base_generator):
+        def __new__(cls, device="cpu"):
+            return base_generator.__new__(cls, backing.translate(device))
+
+        def __init__(self, device="cpu"):
+            pass
+
+    Generator.__module__, Generator.__qualname__ = base_generator.__module__, base_generator.__qualname__
+    torch.Generator = Generator
+
+
+def _amp(backing: Backing) -> None:
+    base_autocast = torch.amp.autocast_mode.autocast
+
+    class autocast(base_autocast):  # noqa: N801 - torch's name
+        def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+            super().__init__(backing.device_type(device_type), dtype, enabled, cache_enabled)
+
+    base_scaler = torch.amp.grad_scaler.GradScaler
+
+    class GradScaler(base_scaler):
+        def __init__(self, device="cuda", *args, **kwargs):
+            super().__init__(backing.device_type(device), *args, **kwargs)
+
+    for name in ("__module__", "__qualname__", "__doc__"):
+        setattr(autocast, name, getattr(base_autocast, name))
+        setattr(GradScaler, name, getattr(base_scaler, name))
+    torch.autocast = torch.amp.autocast = torch.amp.autocast_mode.autocast = autocast
+    torch.amp.GradScaler = torch.amp.grad_scaler.GradScaler = GradScaler
+
+    def with_device_type(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            if "device_type" in kwargs:
+                kwargs["device_type"] = backing.device_type(kwargs["device_type"])
+            if args and isinstance(args[0], str):
+                args = (backing.device_type(args[0]), *args[1:])
+            return function(*args, **kwargs)
+        return wrapper
+
+    for module, names in ((torch.amp, ("custom_fwd", "custom_bwd")),
+                          (torch, ("is_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+                                   "set_autocast_enabled"))):
+        for name in names:
+            setattr(module, name, with_device_type(getattr(module, name)))
+    torch.amp.autocast_mode.custom_fwd, torch.amp.autocast_mode.custom_bwd = torch.amp.custom_fwd, torch.amp.custom_bwd
+
+
+def _loading(backing: Backing) -> None:
+    load = torch.load
+
+    def translate_location(location):
+        if isinstance(location, dict):
+            return {key: backing.translate(value) for key, value in location.items()}
+        return backing.translate(location)
+
+    @functools.wraps(load)
+    def load_on_backing(*args, **kwargs):
+        if "map_location" in kwargs:
+            kwargs["map_location"] = translate_location(kwargs["map_location"])
+        elif len(args) > 1:
+            args = (args[0], translate_location(args[1]), *args[2:])
+        return load(*args, **kwargs)
+
+    torch.load = load_on_backing
+
+    set_default_device = torch.set_default_device
+    torch.set_default_device = functools.wraps(set_default_device)(
+        lambda device: set_default_device(backing.translate(device)))
+
+
+def _distributed(backing: Backing) -> None:
+    if not dist.is_available():
+        return
+    init = dist.init_process_group
+
+    @functools.wraps(init)
+    def init_process_group(backend=None, *args, **kwargs):
+        if "device_id" in kwargs:  # gloo takes no device; a GPU keeps its index
+            kwargs["device_id"] = None if backing.kind == "cpu" else backing.translate(kwargs["device_id"])
+        init(backing.backend(backend), *args, **kwargs)
+        npu = sys.modules.get("torch_npu.npu")
+        where = f", NPU {npu.current_device()}" if npu is not None else ""
+        print(f"transplant emulate: process group {backend or 'default'} as {dist.get_backend()}: "
+              f"rank {dist.get_rank()} of {dist.get_world_size()}{where}", file=sys.stderr, flush=True)
+
+    new_group = dist.new_group
+
+    @functools.wraps(new_group)
+    def new_group_on_backing(*args, **kwargs):
+        if "backend" in kwargs:
+            kwargs["backend"] = backing.backend(kwargs["backend"])
+        elif len(args) > 2:
+            args = (*args[:2], backing.backend(args[2]), *args[3:])
+        return new_group(*args, **kwargs)
+
+    dist.init_process_group, dist.new_group = init_process_group, new_group_on_backing
+    dist.is_hccl_available = lambda: True
+    base_ddp = torch.nn.parallel.DistributedDataParallel
+
+    class DistributedDataParallel(base_ddp):
+        def __init__(self, module, device_ids=None, output_device=None, *args, **kwargs):
+            if backing.kind == "cpu":  # a CPU module takes no device ids
+                device_ids = output_device = None
+            else:
+                device_ids = None if device_ids is None else [_gpu(backing, d) for d in device_ids]
+                output_device = None if output_device is None else _gpu(backing, output_device)
+            super().__init__(module, device_ids, output_device, *args, **kwargs)
+
+    DistributedDataParallel.__module__ = base_ddp.__module__
+    DistributedDataParallel.__qualname__ = base_ddp.__qualname__
+    torch.nn.parallel.DistributedDataParallel = DistributedDataParallel
+
+
+def _gpu(backing: Backing, device):
+    """An NPU id or device given to DistributedDataParallel, as the GPU that backs it."""
+    if isinstance(device, int):
+        return backing.device(device)
+    return backing.translate(device)

@@ -1,0 +1,57 @@
+"""Starting emulation in a process: start() when the process begins, activate() on ``import torch_npu``.
+
+start() imports torch, enters the device mode and, with --strict, installs the CUDA-use checks, so
+they see the script from its first line. activate() is run by the shim package's ``torch_npu``:
+it makes "npu" a device and fills the torch_npu module with the emulated namespaces. A process
+that imports the shim without start() (a child the script started with the shim on PYTHONPATH)
+starts from the environment. This module wires the others together and owns no behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+from . import BACKING_ENV, STRICT_ENV
+
+_state: dict = {}
+
+
+def start(backing_kind: str, strict: bool):
+    """Prepare this process; returns the strict Checker (or None)."""
+    if "backing" in _state:
+        return _state["checker"]
+    from . import devices
+
+    checker = None
+    if strict:
+        from . import strict as strict_checks
+
+        checker = strict_checks.Checker()
+        strict_checks.install(checker)
+    backing = devices.Backing(backing_kind)
+    devices.enter_mode(backing, checker.torch_call if checker else None)
+    _state.update(backing=backing, checker=checker)
+    return checker
+
+
+def activate(torch_npu: types.ModuleType) -> None:
+    """Fill the shim's ``torch_npu`` module and make "npu" a device."""
+    if "backing" not in _state:
+        start(os.environ.get(BACKING_ENV, "cpu"), os.environ.get(STRICT_ENV) == "1")
+    import torch
+
+    from . import devices, extras, npu_api
+
+    backing = _state["backing"]
+    devices.install(backing)
+    modules = {**npu_api.build(backing), **extras.build(backing)}
+    modules["torch_npu"] = torch_npu
+    sys.modules.update(modules)
+    for name, made in modules.items():  # each module is an attribute of its parent, as after an import
+        if "." in name:
+            parent, _, last = name.rpartition(".")
+            setattr(modules[parent], last, made)
+    torch_npu.__version__ = f"emulated on {backing.kind} (transplant emulate)"
+    torch._register_device_module("npu", modules["torch_npu.npu"])

@@ -1,0 +1,17 @@
+"""torch_npu as `transplant emulate` gives it: the NPU software stack emulated on the backing device.
+
+This folder is put on the module search path only by `transplant emulate` (and inherited through
+PYTHONPATH by the processes the emulated script starts); nowhere else can this package be imported.
+"""
+
+import sys
+
+from transplant.emulate.runtime import activate
+
+activate(sys.modules[__name__])
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"torch_npu.{name} is not emulated (NPU-specific operators have no emulation)")

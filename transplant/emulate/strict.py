@@ -1,0 +1,155 @@
+"""--strict: every CUDA use left in the project's own files is an error naming the file and line.
+
+A use is: reading anything from ``torch.cuda`` and its submodules (``torch.cuda.is_available()``
+included, which would otherwise send the script down its CPU path quietly), ``.cuda()`` on a tensor
+or module, ``.is_cuda``, a "cuda" device (string or torch.device) given to any torch function,
+``torch.autocast("cuda")``, a GradScaler for "cuda" (torch.amp.GradScaler's default), and the
+nccl backend. It counts only when the code that does it directly is the project's: torch's own
+files, the standard library, site-packages and the emulator itself may use CUDA as they like
+(torch asks ``torch.cuda.is_available()`` itself in many places). Each use is recorded and raised
+as EmulationError; cli.py reports the recorded uses even when the script catches the error.
+
+This module only detects; devices.py translates npu devices.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import sysconfig
+import types
+
+import torch
+import torch.distributed as dist
+
+from . import EmulationError
+
+_CUDA_DEVICE = re.compile(r"cuda(?::\d+)?\Z")
+_HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")  # transplant/
+_TORCH = os.path.dirname(os.path.abspath(torch.__file__))
+_OVERRIDES = os.path.join(_TORCH, "overrides.py")
+
+
+class Checker:
+    """Decides whether a use comes from the project's own code, and records it."""
+
+    def __init__(self):
+        self.uses: list[str] = []
+        self._own: dict[str, bool] = {}
+        paths = sysconfig.get_paths()
+        self._not_own = tuple(os.path.join(os.path.abspath(p), "") for p in
+                              {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+                              | {_TORCH}) + (_HERE,)
+
+    def _is_own(self, filename: str) -> bool:
+        own = self._own.get(filename)
+        if own is None:
+            path = os.path.abspath(filename)
+            parts = path.split(os.sep)
+            own = not (filename.startswith("<") or "site-packages" in parts or "dist-packages" in parts
+                       or path.startswith(self._not_own))
+            self._own[filename] = own
+        return own
+
+    def caller(self) -> types.FrameType | None:
+        """The frame that made the current call, past the emulator and torch's dispatch, when the
+        project's own code made it; else None."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not (filename.startswith((_HERE, "<frozen")) or filename == _OVERRIDES):
+                break
+            frame = frame.f_back
+        return frame if frame is not None and self._is_own(frame.f_code.co_filename) else None
+
+    def use(self, what: str) -> None:
+        """Record and raise ``what`` if the project's own code is doing it."""
+        frame = self.caller()
+        if frame is None:
+            return
+        where = f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_lineno}"
+        message = f"{where}: {what} (CUDA use; --strict)"
+        self.uses.append(message)
+        raise EmulationError(message)
+
+    # ------------------------------------------------------------------ the torch function mode hook
+
+    def torch_call(self, func, args, kwargs) -> None:
+        """Called by the device mode for every torch function and tensor method call."""
+        if func is _TENSOR_CUDA:
+            self.use(".cuda()")
+        elif getattr(func, "__self__", None) is _IS_CUDA:
+            self.use(".is_cuda")
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, str) and _CUDA_DEVICE.match(value) or \
+                    isinstance(value, torch.device) and value.type == "cuda":
+                self.use(f"device {str(value)!r} in {getattr(func, '__name__', func)}()")
+
+
+_TENSOR_CUDA = torch.Tensor.cuda
+_IS_CUDA = torch.Tensor.__dict__.get("is_cuda") or torch._C.TensorBase.__dict__["is_cuda"]
+
+
+class _CudaModule(types.ModuleType):
+    """The class given to torch.cuda and its submodules: reading a name is a use."""
+
+    def __getattribute__(self, name):
+        if not name.startswith("__") and _checker is not None:
+            _checker.use(f"{types.ModuleType.__getattribute__(self, '__name__')}.{name}")
+        return types.ModuleType.__getattribute__(self, name)
+
+
+_checker: Checker | None = None
+
+
+def install(checker: Checker) -> None:
+    """Watch torch.cuda, Module.cuda, autocast, GradScaler and the process group for ``checker``."""
+    global _checker
+    _checker = checker
+    for name, module in list(sys.modules.items()):
+        if (name == "torch.cuda" or name.startswith("torch.cuda.")) and type(module) is types.ModuleType:
+            module.__class__ = _CudaModule
+
+    module_cuda = torch.nn.Module.cuda
+
+    @functools.wraps(module_cuda)
+    def cuda(self, device=None):
+        checker.use(".cuda()")
+        return module_cuda(self, device)
+
+    torch.nn.Module.cuda = cuda
+    base_autocast = torch.amp.autocast_mode.autocast
+
+    class autocast(base_autocast):  # noqa: N801 - torch's name
+        def __init__(self, device_type, *args, **kwargs):
+            if device_type == "cuda":
+                checker.use('autocast("cuda")')
+            super().__init__(device_type, *args, **kwargs)
+
+    base_scaler = torch.amp.grad_scaler.GradScaler
+
+    class GradScaler(base_scaler):
+        def __init__(self, device="cuda", *args, **kwargs):
+            if device == "cuda":
+                checker.use('GradScaler for "cuda" (torch.amp.GradScaler\'s default device)')
+            super().__init__(device, *args, **kwargs)
+
+    for made, base in ((autocast, base_autocast), (GradScaler, base_scaler)):
+        made.__module__, made.__qualname__, made.__doc__ = base.__module__, base.__qualname__, base.__doc__
+    torch.autocast = torch.amp.autocast = torch.amp.autocast_mode.autocast = autocast
+    torch.amp.GradScaler = torch.amp.grad_scaler.GradScaler = GradScaler
+    if dist.is_available():
+        for name in ("init_process_group", "new_group"):
+            setattr(dist, name, _no_nccl(checker, getattr(dist, name), 0 if name == "init_process_group" else 2))
+
+
+def _no_nccl(checker: Checker, function, position: int):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        backend = kwargs.get("backend", args[position] if len(args) > position else None)
+        if isinstance(backend, str) and "nccl" in backend.lower():
+            checker.use(f"the {backend!r} backend")
+        return function(*args, **kwargs)
+    return wrapper
