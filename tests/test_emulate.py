@@ -345,6 +345,7 @@ def test_script_errors_show_their_traceback(tmp_path):
     (tmp_path / "fails.py").write_text("def f():\n    raise ValueError('boom')\nf()\n")
     proc = emulate(["fails.py"], tmp_path)
     assert proc.returncode == 1 and "ValueError: boom" in proc.stderr and 'fails.py", line 2' in proc.stderr
+    assert "runpy" not in proc.stderr and "emulate/cli.py" not in proc.stderr  # the script's frames only
 
 
 def test_a_real_torch_npu_is_never_shadowed(tmp_path):

@@ -115,7 +115,10 @@ def _run(script: Path, checker) -> int:
     except KeyboardInterrupt:
         print("transplant emulate: interrupted", file=sys.stderr)
         return 130
-    except BaseException:  # the script's own failure: its traceback, as Python shows it
-        sys.excepthook(*sys.exc_info())
+    except BaseException as exc:  # the script's own failure: its traceback, as `python SCRIPT` shows it
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != str(script) and tb.tb_next is not None:
+            tb = tb.tb_next  # leave out this module's and runpy's frames
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
     return 0

@@ -107,7 +107,9 @@ def enter_mode(backing: Backing, check=None) -> None:
     function-mode stack per thread). It translates nothing until install() is called."""
     make_mode = functools.partial(NpuDeviceMode, backing, check)
     make_mode().__enter__()
-    bootstrap = threading.Thread._bootstrap_inner
+    bootstrap = getattr(threading.Thread, "_bootstrap_inner", None)  # CPython's start of every thread
+    if bootstrap is None:
+        return
 
     @functools.wraps(bootstrap)
     def bootstrap_in_mode(self):
