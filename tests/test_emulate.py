@@ -105,6 +105,15 @@ def test_readme_example_trains_under_strict(tmp_path):
     assert [line.split(" loss ")[0] for line in lines(proc.stdout, "epoch")] == ["epoch 0", "epoch 1"]
     saved = run(["-c", "import torch; s = torch.load('model.pt'); print(sorted(s))"], converted)
     assert saved.returncode == 0 and "conv.weight" in saved.stdout  # readable without any torch_npu
+    # utils.py keeps torch.cuda.nccl.all_reduce (no NPU counterpart, reported as TP201): strict names it
+    (converted / "use_utils.py").write_text(
+        "import torch\nimport utils\nbatch = utils.to_device([torch.ones(2)], 1)\nprint(batch[0].is_npu)\n"
+        "utils.cleanup()\n")
+    proc = emulate(["--strict", "use_utils.py"], converted)
+    assert proc.returncode == 1 and proc.stdout.strip() == "True"
+    line = next(i for i, text in enumerate((converted / "utils.py").read_text().splitlines(), 1) if "nccl.all_reduce" in text)
+    assert proc.stderr.splitlines()[-1] == (f"transplant emulate: error: utils.py:{line}: torch.cuda.nccl "
+                                            "(CUDA use; --strict)")
 
 
 # --------------------------------------------------------------------------- the emulated stack
