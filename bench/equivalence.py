@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transplant import engine  # noqa: E402
+from transplant.engine import driver  # noqa: E402
 from transplant.rules import load_ruleset  # noqa: E402
 from transplant.skeleton import skeleton  # noqa: E402
 
@@ -35,12 +36,12 @@ def outcome(convert, data: bytes, rules) -> tuple[float, object]:
 
 
 def whole(data: bytes, rules) -> engine.Conversion:
-    folding = engine.skeleton
-    engine.skeleton = lambda *args: None
+    folding = driver.skeleton
+    driver.skeleton = lambda *args: None
     try:
         return engine.convert(data, rules)
     finally:
-        engine.skeleton = folding
+        driver.skeleton = folding
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, cached_ruleset
 from transplant import engine
+from transplant.engine import driver
 from transplant.filetypes import FileResult, convert_file, file_kind
 from transplant.skeleton import skeleton
 
@@ -201,12 +202,12 @@ def test_files_that_may_match_are_parsed(source: bytes) -> None:
 def _reference_convert(source: bytes, rules, monkeypatch: pytest.MonkeyPatch) -> engine.Conversion:
     """The engine with every shortcut off: all statements visited, the module's code generated
     in full for positions and comparison, the import pruner always run when it may be."""
-    full_once = engine._convert_once
+    full_once = driver._convert_once
     with monkeypatch.context() as m:
-        m.setattr(engine, "skeleton", lambda *args: None)
-        m.setattr(engine, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None:
+        m.setattr(driver, "skeleton", lambda *args: None)
+        m.setattr(driver, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None:
                   full_once(module, rules, excluded, skip, None, None))
-        m.setattr(engine, "_imports_torch_cuda", lambda bindings: True)
+        m.setattr(driver, "imports_torch_cuda", lambda bindings: True)
         return engine.convert(source, rules)
 
 
@@ -262,7 +263,7 @@ def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch:
     out = engine.convert(source, rules).new
     assert b"import zlib_gpu as z\n" in out and b"npulib.launch()" in out
     assert out == _reference_convert(source, rules, monkeypatch).new
-    monkeypatch.setattr(engine, "_used_in_folds", lambda unused, skel: False)
+    monkeypatch.setattr(driver, "_used_in_folds", lambda unused, skel: False)
     assert b"import zlib_gpu as z\n" not in engine.convert(source, rules).new  # what the check prevents
 
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, cached_ruleset
 from transplant import engine
+from transplant.engine import driver
 from transplant.filetypes import file_kind
 from transplant.skeleton import MARK, skeleton
 
@@ -30,7 +31,7 @@ def whole(source: bytes, rules=RULES, monkeypatch: pytest.MonkeyPatch | None = N
     """The engine converting the whole source (no skeleton)."""
     mp = monkeypatch or pytest.MonkeyPatch()
     with mp.context() as m:
-        m.setattr(engine, "skeleton", lambda *args: None)
+        m.setattr(driver, "skeleton", lambda *args: None)
         return engine.convert(source, rules)
 
 

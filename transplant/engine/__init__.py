@@ -1,0 +1,30 @@
+"""The Python engine: one source's bytes in, its NPU bytes and the records of what changed out.
+
+Where things are (the data flows down this list):
+
+* driver.py       ``convert``: parse (only the skeleton, see ../skeleton.py), one traversal, records, imports
+* bindings.py     the file's imports: local name -> qualified name, and each import's rewrite plan
+* transformer.py  the one libcst transformer, made of one handler class per concern:
+  scopes.py (name resolution), references.py (dotted names), calls.py (call rules),
+  values.py (device/backend values by their place), imports.py (import rewrites, pruning, insertion)
+* state.py        what the handlers share: records, node replacements, import uses
+* literals.py     which literals are CUDA devices or the NCCL backend, and their NPU form
+* positions.py    lines and columns of recorded nodes (the only user of libcst internals)
+* cst_util.py     small pure helpers over nodes
+
+Rules come from ../rules.py (loaded once per process); the pre-filter that decides which files
+reach the engine is ../prefilter.py's. The engine never reads or writes files.
+"""
+
+from __future__ import annotations
+
+from ..records import CODES, Conversion, Record, SourceError
+from .bindings import Bindings, analyse_imports
+from .cst_util import (code_of, dotted_parts, import_asname, import_module_name, is_docstring_stmt, is_future_import,
+                       make_dotted, string_value, target_names)
+from .driver import convert, parse
+from .positions import node_positions
+
+__all__ = ["CODES", "Bindings", "Conversion", "Record", "SourceError", "analyse_imports", "code_of", "convert",
+           "dotted_parts", "import_asname", "import_module_name", "is_docstring_stmt", "is_future_import",
+           "make_dotted", "node_positions", "parse", "string_value", "target_names"]

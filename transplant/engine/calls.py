@@ -1,0 +1,211 @@
+"""Calls: argument rules, device arguments, environment keywords, method renames.
+
+Owns ``leave_Call``: ArgsModifyRule (by qualified name, bare name or method), DeviceArgRule
+(positional or keyword device arguments, ``default_cuda``), argparse defaults and choices,
+``CUDA_*`` keywords of environment dicts, method renames (``x.cuda()``) and unsupported methods,
+and bare (seed-style) call renames. The order inside ``leave_Call`` matters: a method rename
+blocks a bare rename, a name rename (references.py) blocks method matching.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import libcst as cst
+
+from ..rules import Rule
+from .cst_util import code_of, dotted_parts, make_dotted, string_value
+from .literals import GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, rewrite_device_expr
+from .state import State
+
+
+class CallHandlers(State):
+    """Rules applied to calls."""
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        func = original_node.func
+        if is_device_template(original_node):  # "cuda:{}".format(i)
+            return self._template(original_node, updated_node)
+        qualified = self.resolve(func)
+        # x.cuda() is a method call also when x comes from an import ("from models import net"),
+        # unless a name rule rewrote the callee (torch.cuda.synchronize)
+        method = (func.attr.value if isinstance(func, cst.Attribute)
+                  and (qualified is None or id(func) not in self.replacements) else None)
+        bare = None
+        parts = dotted_parts(func)
+        if parts is not None:
+            bare = parts[-1]
+        args = list(updated_node.args)
+        changed = False
+
+        rules_for_args: list[Rule] = []
+        if qualified is not None:
+            rules_for_args += self.rules.args_q.get(qualified, [])
+            renamed = self.rules.new_name(qualified)
+            if renamed is not None and renamed[0] != qualified:
+                rules_for_args += [r for r in self.rules.args_q.get(renamed[0], []) if r not in rules_for_args]
+        if bare is not None:
+            rules_for_args += self.rules.args_bare.get(bare, [])
+        if method is not None:
+            rules_for_args += self.rules.args_method.get(method, [])
+        for rule in rules_for_args:
+            changed |= self._apply_args_rule(rule, original_node, args)
+
+        device_rule = None
+        if qualified is not None:
+            device_rule = self.rules.device_q.get(qualified)
+        if device_rule is None and method is not None:
+            device_rule = self.rules.device_method.get(method)
+        changed |= self._device_args(original_node, args, device_rule, bare)
+        if self.rules.env:
+            changed |= self._env_keywords(original_node, args)
+
+        new_func = updated_node.func
+        method_rule = self.rules.rename_method.get(method) if method is not None else None
+        if method_rule is not None:
+            new = method_rule["new_name"].rsplit(".", 1)[-1]
+            if self.record(func.attr, "method", f".{method}() -> .{new}()", method_rule, api=method, new=new):
+                new_func = new_func.with_changes(attr=cst.Name(new))
+                changed = True
+        elif method is not None and method in self.rules.unsupported_method and (
+                qualified is None or qualified == self.rules.unsupported_method[method]["name"]):
+            # "torch.Tensor.to_dense" matched as x.to_dense(): say so, the receiver is not checked.
+            # A call through an import (torch.unique_consecutive, statistics.mode) is a function.
+            rule = self.rules.unsupported_method[method]
+            self._member_finding(func.attr, rule, f".{method}()" if qualified != rule["name"] else "")
+        # A bare (seed-style) name matches the last name of a call: f(...), x.f(...), mod.f(...).
+        # A plain f(...) whose f an import binds is left alone: renaming the call alone would break it.
+        last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
+        if (method_rule is None and last is not None and last in self.rules.rename_bare
+                and id(func) not in self.replacements and (isinstance(func, cst.Attribute) or qualified is None)):
+            rule = self.rules.rename_bare[last]
+            new = rule["new_name"]
+            anchor = func.attr if isinstance(func, cst.Attribute) else func
+            if self.record(anchor, "rename", f"{last} -> {new}", rule, api=last, new=new):
+                if isinstance(new_func, cst.Name):
+                    new_func = make_dotted(new)
+                    if "." in new:
+                        self._need_root(new)
+                else:
+                    new_func = new_func.with_changes(attr=cst.Name(new.rsplit(".", 1)[-1]))
+                changed = True
+        if not changed:
+            return updated_node
+        return updated_node.with_changes(func=new_func, args=args)
+
+    def _env_keywords(self, call: cst.Call, args: list[cst.Arg]) -> bool:
+        """``dict(os.environ, CUDA_VISIBLE_DEVICES="0")``, ``os.environ.update(CUDA_...=...)``."""
+        changed = False
+        for i, arg in enumerate(args):
+            if arg.keyword is None or arg.keyword.value not in self.rules.env:
+                continue
+            old = arg.keyword.value
+            rule = self.rules.env[old]
+            if self.record(call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old,
+                           new=rule["new_name"]):
+                args[i] = arg.with_changes(keyword=cst.Name(rule["new_name"]))
+                changed = True
+        return changed
+
+    def _find_arg(self, args: list[cst.Arg], idx: int | None, names: Sequence[str]) -> int | None:
+        positional = 0
+        for i, arg in enumerate(args):
+            if arg.star:
+                if arg.star == "*":
+                    positional = -10_000  # positions after *args are unknown
+                continue
+            if arg.keyword is None:
+                if idx is not None and positional == idx:
+                    return i
+                positional += 1
+            elif arg.keyword.value in names:
+                return i
+        return None
+
+    def _apply_args_rule(self, rule: Rule, call: cst.Call, args: list[cst.Arg]) -> bool:
+        names = [rule["arg_name"]] if rule.get("arg_name") else []
+        i = self._find_arg(args, rule.get("arg_idx"), names)
+        if i is None:
+            return False
+        arg = args[i]
+        original_value = call.args[i].value
+        new_text = rule["arg_new"]
+        new_expr = self.expr(new_text)
+        if rule.get("arg_old") is not None:
+            replaced = replace_literal(arg.value, rule["arg_old"], self.expr(rule["arg_old"]), new_expr)
+            if replaced is None:
+                return False
+        else:
+            if self._code(arg.value).strip() == new_text.strip():
+                return False
+            replaced = new_expr
+            old_value, new_value = string_value(arg.value), string_value(new_expr)
+            if old_value is not None and new_value is not None:
+                if old_value == new_value:
+                    return False  # already the new value, in another quote style
+                if isinstance(arg.value, cst.SimpleString) and new_value.isidentifier():
+                    # keep the user's prefix and quote style
+                    replaced = arg.value.with_changes(value=arg.value.prefix + arg.value.quote + new_value + arg.value.quote)
+        new_keyword = rule.get("new_arg_name")
+        label = f"{rule['func_name']}: argument {arg.keyword.value if arg.keyword else rule.get('arg_idx')}"
+        if new_keyword and arg.keyword is None and i != len(args) - 1:
+            # a positional argument followed by others cannot become a keyword: say what to do
+            self.record(original_value, "unsupported", f"{label} is given by position before other arguments, so it "
+                        f"cannot become {new_keyword}={new_text} here; rewrite the call with keywords", rule,
+                        api=rule["func_name"], level="warning")
+            return False
+        if not self.record(original_value, "args", f"{label} -> {new_text}", rule, api=rule["func_name"],
+                           new=code_of(replaced)):
+            return False
+        if new_keyword and (arg.keyword is None or arg.keyword.value != new_keyword):
+            arg = arg.with_changes(keyword=cst.Name(new_keyword), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+        args[i] = arg.with_changes(value=replaced)
+        for module in rule.get("imports", []):
+            if self.b.original.get(module.split(".")[0]) is None:
+                self.needs_imports.add(module)
+        return True
+
+    def _device_args(self, call: cst.Call, args: list[cst.Arg], rule: Rule | None, bare: str | None) -> bool:
+        changed = False
+        idx = rule.get("arg_idx") if rule is not None else None
+        names = set(rule.get("arg_names", [])) if rule is not None else set()
+        names |= GENERIC_DEVICE_KEYWORDS
+        positional = 0
+        given = False  # the call passes the rule's device argument
+        for i, arg in enumerate(args):
+            target = False
+            if arg.keyword is None and not arg.star:
+                target = rule is not None and idx is not None and positional == idx
+                positional += 1
+            elif arg.keyword is not None:
+                kw = arg.keyword.value
+                target = kw in names or (bare == "add_argument" and kw in ("default", "choices"))
+            given = given or (rule is not None and target) or bool(arg.star)
+            if not target and is_device_template(call.args[i].value):
+                rule_here = None  # a computed device string given to any other argument
+            elif not target:
+                continue
+            else:
+                rule_here = rule
+            new = rewrite_device_expr(arg.value)
+            if new is not None and self.record(call.args[i].value, "device", "device string cuda -> npu", rule_here,
+                                               new=code_of(new)):
+                args[i] = arg.with_changes(value=new)
+                changed = True
+            elif new is None and bare == "add_argument" and arg.keyword is not None:
+                # parser.add_argument("--dist-backend", default="nccl"): the value reaches
+                # init_process_group(backend=...) later
+                new = self._backend_value(arg.value, call.args[i].value)
+                if new is not None:
+                    args[i] = arg.with_changes(value=new)
+                    changed = True
+        if rule is not None and rule.get("default_cuda") and idx == 0 and not given:
+            # torch.amp.GradScaler() means GradScaler("cuda"): say "npu"
+            if self.record(call.func, "device", "device defaults to cuda: pass 'npu'", rule, new='"npu"'):
+                first = cst.Arg(cst.SimpleString('"npu"'))
+                if args:
+                    first = first.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                args.insert(0, first)
+                changed = True
+        return changed

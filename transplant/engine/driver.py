@@ -1,0 +1,221 @@
+"""One Python source, end to end: parse, fold, traverse once, place records, finish the imports.
+
+Owns ``convert`` (bytes in, ``Conversion`` out): skip-file comments, the footer libcst would lose,
+the skeleton (skeleton.py folds the statements no rule can match in; libcst parses only the rest),
+the nesting guard in front of libcst's native parser, one traversal by ``Converter``, placing the
+records, dropping those on ``# transplant: skip`` lines (with what they change), inserting and
+pruning imports, and putting the folds back byte for byte. It holds no rule logic of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+import libcst as cst
+
+from ..nesting import nesting_error
+from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, SourceError, skips_file
+from ..rules import RuleSet
+from ..skeleton import Skeleton, skeleton
+from .bindings import analyse_imports
+from .cst_util import first_line
+from .imports import ImportPruner, imports_module, imports_torch_cuda, insert_imports, insertion_anchor, \
+    insertion_index
+from .positions import node_positions, positions_and_code
+from .transformer import Converter
+
+def parse(source: bytes) -> cst.Module:
+    """The libcst module of ``source``; SourceError when it cannot be parsed."""
+    check_nesting(source, None)
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        # CPython places syntax errors precisely (libcst often points at the next token); ask it
+        try:
+            compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as err:
+            if err.lineno:
+                raise SourceError(f"syntax error: {err.msg}", err.lineno, err.offset or 1) from None
+        except (ValueError, RecursionError, MemoryError):
+            pass
+        raise SourceError(f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1) from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        raise SourceError(f"cannot decode source: {exc}") from None
+    except RecursionError:
+        raise SourceError("source is nested too deeply to parse") from None
+
+
+def check_nesting(text: bytes, skel: Skeleton | None) -> None:
+    """Raise SourceError when libcst's native parser would overflow the C stack (SIGSEGV) on
+    ``text``: the source, or the skeleton ``skel`` of one (the error names the source line)."""
+    deep = nesting_error(text)
+    if deep is not None:
+        line = skel.line(deep[1]) if skel is not None else deep[1]
+        raise SourceError(f"source is nested too deeply to parse: {deep[0]}", line)
+
+
+def skipped_lines(source: bytes) -> set[int]:
+    if b"transplant:" not in source:
+        return set()
+    return {i + 1 for i, line in enumerate(source.splitlines()) if SKIP_LINE.search(line)}
+
+
+class _Unfold(Exception):
+    """The skeleton cannot settle this file: convert it whole."""
+
+
+def convert(source: bytes, rules: RuleSet) -> Conversion:
+    """Convert one Python source. Raises SourceError when it does not parse."""
+    if skips_file(source):
+        return Conversion(None, [])
+    code, footer = _split_footer(source)
+    result = _convert_source(code, rules)
+    if result.new is not None:
+        result.new += footer
+    return result
+
+
+def _split_footer(source: bytes) -> tuple[bytes, bytes]:
+    """``source`` as (code, footer) where the footer is the comment and blank lines at its end,
+    when one of them is an indented comment: libcst (1.9) keeps only the last of several
+    indented comments that end a module. The footer is put back as it is. (In a skeleton this
+    is common: a folded last function leaves the comments at the end of its body there.)"""
+    lines = source.splitlines(keepends=True)
+    start = len(lines)
+    while start > 0 and lines[start - 1].strip(b" \t\f\r\n")[:1] in (b"", b"#"):
+        start -= 1
+    footer = lines[start:]
+    if not any(line[:1] in (b" ", b"\t", b"\f") and line.lstrip(b" \t\f").startswith(b"#") for line in footer):
+        return source, b""
+    return b"".join(lines[:start]), b"".join(footer)
+
+
+def _convert_source(source: bytes, rules: RuleSet) -> Conversion:
+    skip = skipped_lines(source)
+    result = None
+    skel = skeleton(source, rules)  # (CPython's parser raises, never crashes, on deep nesting)
+    if skel is not None:
+        check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
+        try:
+            result = _convert(cst.parse_module(skel.text), rules, skip, skel)
+        except (_Unfold, cst.ParserSyntaxError):
+            result = None  # (a parse error is reported by parsing the whole source)
+    if result is None:
+        result = _convert(parse(source), rules, skip, None, source)
+    if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
+        # libcst drops a final lone "\r" (old Mac line endings); put it back
+        result.new += b"\r"
+    return result
+
+
+def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton | None,
+             source: bytes | None = None) -> Conversion:
+    """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
+    ``source`` itself. Records on lines with a skip comment are dropped with what they change."""
+    excluded: set[int] = set()
+    for _attempt in range(3):
+        result, hit = _convert_once(module, rules, excluded, skip, skel, skel.text if skel is not None else source)
+        if not hit:
+            break
+        excluded |= hit
+    return result
+
+
+def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int],
+                  skel: Skeleton | None = None, source: bytes | None = None) -> tuple[Conversion, set[int]]:
+    """One conversion of ``module``, whose source is ``source`` (when known)."""
+    bindings = analyse_imports(module, rules)
+    for node in bindings.import_nodes:
+        plan = bindings.plans.get(id(node))
+        if plan is not None and id(node) in excluded:
+            del bindings.plans[id(node)]
+            for name in plan.names:
+                bindings.rewritten.pop(name, None)
+    conv = Converter(module, rules, bindings, excluded)
+    try:
+        new_module = module.visit(conv)
+    except RecursionError:
+        raise SourceError("source is nested too deeply to convert") from None
+    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
+    if skel is not None and _used_in_folds(unused, skel):
+        raise _Unfold
+    pending = conv.pending
+    if not pending:
+        return Conversion(None, []), set()
+
+    # one pass of code generation places the records, the imports that may be removed, and the
+    # statement new imports follow
+    index = insertion_index(module.body)
+    anchor = insertion_anchor(module.body, index)
+    if not any(p.level == "fix" for p in pending):  # findings only: nothing is rewritten
+        positions, original_bytes = node_positions(module, [p.anchor for p in pending]), b""
+    elif source is not None and not source.endswith(b"\r"):
+        # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
+        # is the source, and code generation can stop once the last record is placed
+        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor])
+        original_bytes = source
+    else:
+        positions, original_code = positions_and_code(module, [*(p.anchor for p in pending), *bindings.import_nodes,
+                                                               *anchor])
+        original_bytes = original_code.encode(module.encoding)
+    if skel is not None:
+        positions = {key: skel.position(pos) for key, pos in positions.items()}
+    hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
+    if hit:
+        return Conversion(None, []), hit
+
+    records = [
+        dataclasses.replace(p.record, **dict(zip(("line", "col", "end_line", "end_col"),
+                                                 positions.get(id(p.anchor), (1, 1, 1, 1)))),
+                            old=first_line(module.code_for_node(p.anchor)))
+        for p in pending
+    ]
+    if not any(r.is_change for r in records):
+        return Conversion(None, sorted(records, key=_order)), set()
+
+    # imports are added before pruning, so an anchor statement that pruning removes is still there
+    to_import = [name for name in sorted(conv.needs_imports) if not imports_module(bindings, name)]
+    if conv.needs_npu and not imports_module(bindings, "torch_npu"):
+        # torch_npu right after torch when both are added
+        to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
+    if to_import:
+        new_module = insert_imports(new_module, to_import,
+                                     module.code_for_node(module.body[index - 1]) if index > 0 else None)
+        line = positions.get(id(anchor[0]), (1,))[0] if anchor else 1  # of the statement they follow
+        for name in to_import:
+            records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
+                                  f"add import {name}", "builtin", api=name, new=f"import {name}"))
+    replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
+    if unused or (replace_torch_cuda and imports_torch_cuda(bindings)):  # else the pruner has nothing to remove
+        pruner = ImportPruner(unused, bindings, replace_torch_cuda)
+        new_module = new_module.visit(pruner)
+        if pruner.removed:
+            # the same decisions, replayed on the original statements to place one record on each
+            replay = ImportPruner(unused, bindings, replace_torch_cuda)
+            notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
+            notes = [(n, found) for n, found in notes if found]
+            for node, found in notes:
+                line = positions.get(id(node), (1, 1, 1, 1))
+                records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
+                                      message="remove import of the old namespace: " + "; ".join(found),
+                                      rule="builtin", old=first_line(module.code_for_node(node))))
+    new_bytes = new_module.bytes
+    if new_bytes == original_bytes:  # module.bytes, without generating it again
+        return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
+    if skel is not None:
+        new_bytes = skel.restore(new_bytes)
+        if new_bytes is None:  # a marker line went missing or was duplicated
+            raise _Unfold
+    return Conversion(new_bytes, sorted(records, key=_order)), set()
+
+
+def _used_in_folds(unused: set[str], skel: Skeleton) -> bool:
+    """Might an import whose every use in the skeleton was rewritten away (``unused``) still be
+    used in a folded statement? Only the whole source can count its uses then."""
+    return any(name.encode() in words for name in unused for words in skel.words)
+
+
+
+def _order(r: Record) -> tuple[int, int, str]:
+    return (r.line, r.col, r.code)

@@ -1,0 +1,158 @@
+"""Device and backend values as literals: which expressions are CUDA devices or the NCCL backend,
+and their NPU spelling.
+
+Owns the recognition of "cuda", "cuda:0", f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i,
+"cuda:" + str(i) (also inside conditional expressions, boolean operations, lists and dict values),
+of "nccl" in a backend value, and the literal comparison of ArgsModifyRule. Pure functions of
+nodes: *where* a value counts as a device is decided by the handlers (values.py, calls.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from .cst_util import code_of, replace_string, string_value
+
+DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
+DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
+DEVICE_PREFIX = "cuda:"
+DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location)$", re.IGNORECASE)
+TYPE_STRING_PREFIX = "torch.cuda."
+BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
+GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device"})
+
+
+def _device_literal(value: str) -> bool:
+    return bool(DEVICE_STR.match(value) or DEVICE_TEMPLATE.match(value))
+
+
+def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Turn a CUDA device expression into its NPU form; None when it is not one.
+
+    Handles "cuda", "cuda:0", f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i, "cuda:" + str(i),
+    conditional expressions and lists of those, and the values (never the keys) of
+    map_location-style dicts. "cpu" and every other string are left alone.
+    """
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        if value is not None and _device_literal(value):
+            return replace_string(node, "cuda", "npu")
+        return None
+    if isinstance(node, cst.FormattedString):
+        parts = node.parts
+        if parts and isinstance(parts[0], cst.FormattedStringText):
+            text = parts[0].value
+            rest_ok = all(isinstance(p, cst.FormattedStringExpression) for p in parts[1:])
+            if (text == DEVICE_PREFIX and len(parts) == 2 and rest_ok) or (len(parts) == 1 and DEVICE_STR.match(text)):
+                first = parts[0].with_changes(value="npu" + text[4:])
+                return node.with_changes(parts=[first, *parts[1:]])
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        inner = node.func.value
+        if isinstance(inner, cst.SimpleString) and (value := string_value(inner)) is not None and _device_literal(value):
+            return node.with_changes(func=node.func.with_changes(value=replace_string(inner, "cuda", "npu")))
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
+        left = node.left
+        value = string_value(left)
+        if value is not None and (value == DEVICE_PREFIX or _device_literal(value)):
+            return node.with_changes(left=replace_string(left, "cuda", "npu"))
+        return None
+    if isinstance(node, cst.IfExp):
+        body = rewrite_device_expr(node.body)
+        orelse = rewrite_device_expr(node.orelse)
+        if body is None and orelse is None:
+            return None
+        return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
+    if isinstance(node, cst.BooleanOperation):
+        left = rewrite_device_expr(node.left)
+        right = rewrite_device_expr(node.right)
+        if left is None and right is None:
+            return None
+        return node.with_changes(left=left or node.left, right=right or node.right)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        changed = False
+        elements = []
+        for el in node.elements:
+            new = rewrite_device_expr(el.value) if isinstance(el, cst.Element) else None
+            if new is not None:
+                changed = True
+                el = el.with_changes(value=new)
+            elements.append(el)
+        return node.with_changes(elements=elements) if changed else None
+    if isinstance(node, cst.Dict):
+        changed = False
+        elements = []
+        for el in node.elements:
+            new = rewrite_device_expr(el.value) if isinstance(el, cst.DictElement) else None
+            if new is not None:
+                changed = True
+                el = el.with_changes(value=new)
+            elements.append(el)
+        return node.with_changes(elements=elements) if changed else None
+    return None
+
+
+def is_device_template(node: cst.BaseExpression) -> bool:
+    """A device string computed from a template: f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i,
+    "cuda:" + str(i)."""
+    if isinstance(node, cst.FormattedString):
+        parts = node.parts
+        return (len(parts) == 2 and isinstance(parts[0], cst.FormattedStringText) and parts[0].value == DEVICE_PREFIX
+                and isinstance(parts[1], cst.FormattedStringExpression))
+    if isinstance(node, cst.Call):
+        func = node.func
+        return (isinstance(func, cst.Attribute) and func.attr.value == "format"
+                and (value := string_value(func.value)) is not None and DEVICE_TEMPLATE.match(value) is not None)
+    if isinstance(node, cst.BinaryOperation):
+        value = string_value(node.left)
+        if isinstance(node.operator, cst.Modulo):
+            return value is not None and DEVICE_TEMPLATE.match(value) is not None
+        if isinstance(node.operator, cst.Add):
+            return value == DEVICE_PREFIX
+    return False
+
+
+def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """'nccl' -> 'hccl' in a backend value (also in conditional expressions, lists and tuples)."""
+    if isinstance(node, cst.SimpleString):
+        return replace_string(node, "nccl", "hccl") if string_value(node) == "nccl" else None
+    if isinstance(node, cst.IfExp):
+        body, orelse = rewrite_backend_expr(node.body), rewrite_backend_expr(node.orelse)
+        if body is None and orelse is None:
+            return None
+        return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
+    if isinstance(node, (cst.List, cst.Tuple)):
+        elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_backend_expr(el.value))
+                    else el for el in node.elements]
+        return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+    return None
+
+
+def literal_equals(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression) -> bool:
+    """Does ``node`` have the value of the rule literal (strings compare by value)?"""
+    wanted = string_value(literal_node)
+    if wanted is not None:
+        return string_value(node) == wanted
+    return code_of(node).strip() == literal.strip()
+
+
+def replace_literal(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression,
+                    new: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Replace the literal in ``node`` or in the branches of a conditional expression."""
+    if literal_equals(node, literal, literal_node):
+        if isinstance(node, cst.SimpleString) and isinstance(new, cst.SimpleString):
+            # keep the user's quote style
+            new_value = string_value(new)
+            if new_value is not None and new_value.isidentifier():
+                return node.with_changes(value=node.prefix + node.quote + new_value + node.quote)
+        return new
+    if isinstance(node, cst.IfExp):
+        body = replace_literal(node.body, literal, literal_node, new)
+        orelse = replace_literal(node.orelse, literal, literal_node, new)
+        if body is None and orelse is None:
+            return None
+        return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
+    return None

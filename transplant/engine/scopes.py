@@ -1,0 +1,98 @@
+"""Name resolution during the traversal: which qualified name a dotted reference stands for here.
+
+Owns the scope stack (parameters, lambda and comprehension variables shadow imported names) and
+``qualified``/``resolve`` through the file's bindings; marks the names that are never references
+(definitions, parameters, keywords). It rewrites nothing.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .cst_util import dotted_parts, import_module_name, target_names
+from .state import State
+
+
+class ScopeHandlers(State):
+    """Scopes and name resolution."""
+
+    def qualified(self, parts: list[str]) -> str | None:
+        root = parts[0]
+        if any(root in scope for scope in self.shadow):
+            return None
+        base = self.b.original.get(root)
+        if base is None:
+            return None
+        return ".".join([base, *parts[1:]])
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        parts = dotted_parts(node)
+        return self.qualified(parts) if parts else None
+
+    # ---- scopes (parameters shadow imported names)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.skip_names.add(id(node.name))
+        self.shadow.append(self._params(node.params))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.shadow.pop()
+        return updated_node
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.shadow.append(self._params(node.params))
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        self.shadow.pop()
+        return updated_node
+
+    # comprehension variables shadow imported names inside the comprehension
+    def _comp_enter(self, node) -> None:
+        names: set[str] = set()
+        comp = node.for_in
+        while comp is not None:
+            names |= target_names(comp.target)
+            comp = comp.inner_for_in
+        self.shadow.append(names)
+
+    def _comp_leave(self, original_node, updated_node):
+        self.shadow.pop()
+        return updated_node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comp_enter
+    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _comp_leave
+
+    @staticmethod
+    def _params(params: cst.Parameters) -> set[str]:
+        names = set()
+        for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            names.add(p.name.value)
+        for p in (params.star_arg, params.star_kwarg):
+            if isinstance(p, cst.Param):
+                names.add(p.name.value)
+        return names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.skip_names.add(id(node.name))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.skip_names.add(id(node.name))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip_names.add(id(node.keyword))
+        self.call_args.add(id(node.value))
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if isinstance(node.names, cst.ImportStar) and id(node) not in self.b.plans and not node.relative \
+                and node.module is not None:
+            module = import_module_name(node.module)
+            prefix = module + "."
+            if any(name.startswith(prefix) for name in self.rules.rename_q):
+                # the names a star import binds are invisible here: their uses cannot be converted
+                self.record(node, "note", f"from {module} import *: the names it binds are not converted; "
+                            "import the ones you use by name", None, api=f"{module}.*", level="note")
+        return False

@@ -1,0 +1,84 @@
+"""What one traversal of a file keeps: the rule set, the bindings, and the records it makes.
+
+Owns ``State``, the base of every handler class (scopes, references, calls, values, imports):
+the shared fields, ``record`` (which also decides, in one place, whether a change needs
+``import torch_npu``), and the cache of parsed rule expressions. It matches nothing itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..records import CODES, OPERATION, Record
+from ..rules import Rule, RuleSet
+from .bindings import Bindings
+
+@dataclass
+class Pending:
+    """A record whose position (and ``old`` text) is filled in from ``anchor`` at the end."""
+
+    anchor: cst.CSTNode
+    record: Record
+
+    @property
+    def level(self) -> str:
+        return self.record.level
+
+
+class State(cst.CSTTransformer):
+    """The fields and the record keeping shared by the handlers of one traversal."""
+
+    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int]) -> None:
+        super().__init__()
+        self.module = module
+        self.rules = rules
+        self.b = bindings
+        self.excluded = excluded
+        self.pending: list[Pending] = []
+        self.replacements: dict[int, cst.BaseExpression] = {}
+        self.skip_names: set[int] = set()
+        self.in_chain: set[int] = set()
+        self.shadow: list[set[str]] = []
+        self.uses: dict[str, int] = {}
+        self.touched: set[str] = set()  # import-bound names with a reference rewritten away
+        self.needs_npu = False
+        self.needs_imports: set[str] = set()
+        self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
+        self.call_args: set[int] = set()  # argument values: their call handles device templates
+        self._parsed: dict[str, cst.BaseExpression] = {}
+
+    # ---- records
+
+    def _code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def record(self, anchor: cst.CSTNode, kind: str, message: str, rule: Rule | None, *, api: str = "",
+               new: str = "", level: str = "fix", needs_npu: bool | None = None) -> bool:
+        if id(anchor) in self.excluded:
+            return False
+        code = CODES[kind]
+        operation = OPERATION.get(kind, "")
+        if level == "fix" and rule is not None and rule.get("message"):
+            message = f"{message} ({rule['message']})"  # what the rule's author wants users to know
+        suggestion = ""
+        if rule is not None and level != "fix":
+            suggestion = rule.get("suggestion", "")
+        self.pending.append(Pending(anchor, Record(0, 0, 0, 0, code, level, operation, message,
+                                                    rule.origin if rule is not None else "builtin", api=api,
+                                                    new=new, suggestion=suggestion)))
+        if needs_npu is None:
+            # Built-in rules target torch_npu; "npu" device strings exist only once torch_npu is
+            # imported. A user rule about another library needs no torch_npu.
+            needs_npu = kind != "env" and (rule is None or not rule.user or kind == "device" or "torch_npu" in new)
+        if level == "fix" and needs_npu:
+            self.needs_npu = True
+        return True
+
+    def expr(self, text: str) -> cst.BaseExpression:
+        node = self._parsed.get(text)
+        if node is None:
+            node = self._parsed[text] = cst.parse_expression(text)
+        return node
+

@@ -1,0 +1,27 @@
+"""The single traversal of a file: one libcst transformer made of the handlers of each concern.
+
+Each handler class owns the ``visit_X``/``leave_X`` methods of its concern and no two define the
+same one, so libcst's dispatch by node type runs them all in one pass:
+
+* scopes.py      scopes and name resolution (what a dotted name stands for here)
+* references.py  renames and findings of dotted names and attributes
+* calls.py       argument, device-argument, environment-keyword and method rules of calls
+* values.py      device/backend values by their place (assignments, parameters, dicts, comparisons)
+* imports.py     each import statement's rewrite plan
+
+Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
+import. A new rule kind adds a handler class here, with its matching and its records.
+"""
+
+from __future__ import annotations
+
+from .calls import CallHandlers
+from .imports import ImportHandlers
+from .references import ReferenceHandlers
+from .scopes import ScopeHandlers
+from .values import ValueHandlers
+
+
+class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, ValueHandlers, ImportHandlers):
+    """Applies every rule in one traversal and collects pending records (see the module docstring)."""
+

@@ -1,0 +1,149 @@
+"""Device, backend and environment values outside call arguments.
+
+Owns where a string is a device or backend by its place: assigned to (or compared with) a name
+like ``device``/``map_location``/``backend``, a parameter default, a dict value under such a key,
+a computed device template anywhere but a dict key, ``CUDA_*`` environment names and
+``"torch.cuda.XTensor"`` type strings in literals. Which literal is a device is literals.py's.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .cst_util import code_of, dotted_parts, replace_string, string_value
+from .literals import BACKEND_NAME, DEVICE_NAME, TYPE_STRING_PREFIX, is_device_template, rewrite_backend_expr, \
+    rewrite_device_expr
+from .state import State
+
+
+class ValueHandlers(State):
+    """Device and backend values by their place; environment names in strings."""
+
+    def _device_target(self, node: cst.BaseExpression) -> bool:
+        parts = dotted_parts(node)
+        if not parts:
+            return False
+        if DEVICE_NAME.search(parts[-1]):
+            return True
+        return len(parts) >= 2 and parts[-1] == "type" and DEVICE_NAME.search(parts[-2]) is not None
+
+    def _device_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
+        new = rewrite_device_expr(value)
+        if new is not None and self.record(anchor, "device", "device string cuda -> npu", None,
+                                           new=code_of(new)):
+            return new
+        return None
+
+    def _backend_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
+        new = rewrite_backend_expr(value)
+        if new is not None and self.record(anchor, "args", "collective backend nccl -> hccl", None,
+                                           new=code_of(new)):
+            return new
+        return None
+
+    def _named_value(self, name: str | None, value: cst.BaseExpression,
+                     anchor: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The new value given to a variable, parameter or dict key called ``name``."""
+        if name is None:
+            return None
+        if DEVICE_NAME.search(name):
+            return self._device_value(value, anchor)
+        if BACKEND_NAME.search(name):
+            return self._backend_value(value, anchor)
+        return None
+
+    @staticmethod
+    def _target_name(node: cst.BaseExpression) -> str | None:
+        parts = dotted_parts(node)
+        if not parts:
+            return None
+        if len(parts) >= 2 and parts[-1] == "type" and DEVICE_NAME.search(parts[-2]):
+            return parts[-2]  # x.device.type
+        return parts[-1]
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        for target in original_node.targets:
+            new = self._named_value(self._target_name(target.target), updated_node.value, original_node.value)
+            if new is not None:
+                return updated_node.with_changes(value=new)
+        return updated_node
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        if updated_node.value is not None:
+            new = self._named_value(self._target_name(original_node.target), updated_node.value, original_node.value)
+            if new is not None:
+                return updated_node.with_changes(value=new)
+        return updated_node
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        if updated_node.default is not None:
+            new = self._named_value(original_node.name.value, updated_node.default, original_node.default)
+            if new is not None:
+                return updated_node.with_changes(default=new)
+        return updated_node
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        self.dict_keys.add(id(node.key))
+
+    def leave_DictElement(self, original_node: cst.DictElement, updated_node: cst.DictElement) -> cst.DictElement:
+        new = self._named_value(string_value(original_node.key), updated_node.value, original_node.value)
+        if new is not None:
+            return updated_node.with_changes(value=new)
+        return updated_node
+
+    # ---- computed device strings anywhere: f"cuda:{rank}", "cuda:{}".format(i), "cuda:%d" % i,
+    # "cuda:" + str(i). They can only be devices; a dict key is left alone (map_location keys name
+    # where a checkpoint was saved).
+
+    def _template(self, original_node: cst.BaseExpression, updated_node: cst.BaseExpression) -> cst.BaseExpression:
+        if (id(original_node) in self.dict_keys or id(original_node) in self.call_args
+                or not is_device_template(original_node)):
+            return updated_node
+        new = self._device_value(updated_node, original_node)
+        return new if new is not None else updated_node
+
+    def leave_FormattedString(self, original_node: cst.FormattedString, updated_node: cst.FormattedString):
+        return self._template(original_node, updated_node)
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
+        return self._template(original_node, updated_node)
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison:
+        left_is_device = self._device_target(original_node.left)
+        new_left = updated_node.left
+        targets = []
+        for i, comp in enumerate(original_node.comparisons):
+            if not isinstance(comp.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+                continue
+            if left_is_device:
+                targets.append(i)
+            elif self._device_target(comp.comparator):
+                new = self._device_value(updated_node.left, original_node.left)
+                if new is not None:
+                    new_left = new
+        comparisons = list(updated_node.comparisons)
+        for i in targets:
+            new = self._device_value(comparisons[i].comparator, original_node.comparisons[i].comparator)
+            if new is not None:
+                comparisons[i] = comparisons[i].with_changes(comparator=new)
+        return updated_node.with_changes(left=new_left, comparisons=comparisons)
+
+    # ---- environment variable names in string literals
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        value = string_value(original_node)
+        if value is not None and value in self.rules.env:
+            rule = self.rules.env[value]
+            if self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value, new=rule["new_name"]):
+                return replace_string(updated_node, value, rule["new_name"])
+        elif value is not None and value.startswith(TYPE_STRING_PREFIX) and value.endswith("Tensor"):
+            # legacy type names as strings: x.type("torch.cuda.HalfTensor"), x.type() == "...",
+            # torch.set_default_tensor_type("torch.cuda.FloatTensor"); torch_npu registers them
+            # as "torch.npu.<Type>"
+            rule = self.rules.rename_q.get(value)
+            new_name = rule["new_name"] if rule is not None else ""
+            if new_name.startswith("torch_npu.npu.") and "." not in new_name[len("torch_npu.npu."):]:
+                new = "torch.npu." + new_name[len("torch_npu.npu."):]
+                if self.record(original_node, "rename", f"{value} -> {new}", rule, api=value, new=new):
+                    return replace_string(updated_node, value, new)
+        return updated_node
