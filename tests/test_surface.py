@@ -283,3 +283,53 @@ def test_torch_npu_names_in_project_data_exist():
         if name.endswith("NpuFused"):
             continue  # "torch_npu.optim.NpuFused*": the family, named by its members elsewhere
         assert exists(name, public_names()), name
+
+
+# ---- the invariant on generated files: every CUDA value is rewritten or reported, nothing silent
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+KEYS = st.sampled_from(["device", "devices", "train_device", "backend", "dist_backend", "accelerator", "gpu",
+                        "name", "device_count", "ddp_backend"])
+VALUES = st.sampled_from(["cuda", "cuda:0", "cuda:3", "nccl", "npu", "cpu", "gloo", "cudnn", "my_cuda", "2"])
+QUOTES = st.sampled_from(["", "'", '"'])
+COMMENTS = st.sampled_from(["", "  # cuda here", " # x"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(KEYS, VALUES, QUOTES, COMMENTS, st.sampled_from(["yaml", "toml"])), min_size=1, max_size=8),
+       st.sampled_from(["\n", "\r\n"]))
+def test_generated_configs_leave_no_cuda_value_silent(lines, eol):
+    fmt = lines[0][4]
+    sep = ": " if fmt == "yaml" else " = "
+    text = eol.join(f"{k}{sep}{q}{v}{q}{c}" for k, v, q, c, _ in lines) + eol
+    data = text.encode()
+    conv = convert_config(f"c.{fmt}", data)
+    new = conv.new if conv.new is not None else data
+    flagged = {r.line for r in conv.records}
+    for number, (line, (_, v, _, _, _)) in enumerate(zip(new.decode().split(eol), lines), start=1):
+        if v in ("cuda", "cuda:0", "cuda:3", "nccl"):
+            assert number in flagged, (text, number)
+        else:
+            assert number not in flagged, (text, number)
+    assert new.count(eol.encode()) == data.count(eol.encode())
+    again = convert_config(f"c.{fmt}", new)
+    assert again.new is None and again.changes == []  # idempotent; what stays is still reported
+    assert {r.line for r in again.findings} == {r.line for r in conv.findings}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["nvidia-smi", "nvidia-smi -L", "watch -n 1 nvidia-smi", "echo nvidia-smi-like",
+                                 "ls | nvidia-smi", "# nvidia-smi", "x=$(nvidia-smi --query-gpu=name)", "my-nvidia-smi",
+                                 "make"]), min_size=1, max_size=6))
+def test_generated_shell_commands_are_replaced_or_reported(lines):
+    data = ("\n".join(lines) + "\n").encode()
+    res = convert_file("s.sh", data, cached_ruleset())
+    new = res.new if res.new is not None else data
+    flagged = {r.line for r in res.records}
+    for number, line in enumerate(lines, start=1):
+        live = re.search(r"(^|[|;(]|\$\(|watch -n 1)\s*nvidia-smi(?![\w-])", line.split("#")[0])
+        assert (number in flagged) == bool(live), (lines, number)
+    res2 = convert_file("s.sh", new, cached_ruleset())
+    assert res2.new is None

@@ -9,7 +9,7 @@ from pathlib import PurePath
 
 from .project import NO_FACTS, ProjectFacts
 from .project.cpp_ops import is_cpp
-from .records import Conversion, Record, Recorded, SourceError, not_converted_record
+from .records import Conversion, Record, Recorded, SourceError, not_converted_record, skips_file
 from .rules import RuleSet
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
@@ -62,8 +62,10 @@ def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: Projec
     """The pre-filter of each kind: can its converter change or report anything in ``data``?"""
     if kind == "python":
         return rules.may_match(data) or facts.may_match(data)
-    if kind in ("notebook", "shell"):
+    if kind == "notebook":
         return rules.may_match(data)
+    if kind == "shell":
+        return rules.may_match(data) or b"pip" in data  # pip install of CUDA-only packages
     if kind == "cpp":
         from .formats.cpp import may_match
 
@@ -99,9 +101,13 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
 
             conv = convert_notebook(data, rules)
         else:
+            from .formats.requirements import pip_records
             from .shell import convert_shell_script
 
             conv = convert_shell_script(data, rules)
+            extra = [] if skips_file(data) else pip_records(data)
+            if extra:
+                conv = Conversion(conv.new, sorted(conv.records + extra, key=lambda r: (r.line, r.col)))
     except SourceError as exc:
         result.error = str(exc)
         result.records = [not_converted_record(str(exc), exc.line, exc.col)]

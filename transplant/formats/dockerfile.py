@@ -15,7 +15,7 @@ from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import RuleSet
 from ..shell import convert_shell_script
 from .data import load
-from .requirements import pip_install_items, requirement_records
+from .requirements import pip_records
 
 RULE = "docker.json"
 _FROM = re.compile(rb"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.IGNORECASE)
@@ -37,7 +37,6 @@ def convert_dockerfile(data: bytes, rules: RuleSet) -> Conversion:
     facts = load("docker.json")
     records = list(shell.records)
     runtime = re.compile(rb"\b(" + b"|".join(v.encode() for v in facts["runtime_variables"]) + rb")\b")
-    pip_items = []
     for number, line in enumerate(data.splitlines(), start=1):
         if SKIP_LINE.search(line) or line.lstrip().startswith(b"#"):
             continue
@@ -56,7 +55,6 @@ def convert_dockerfile(data: bytes, rules: RuleSet) -> Conversion:
             records.append(Record(number, v.start() + 1, number, v.end() + 1, CODES["project_file"], "warning",
                                   "container runtime", f"{name}: {facts['runtime_message']}", RULE, api=name,
                                   suggestion=facts["runtime_suggestion"]))
-        pip_items += pip_install_items(number, line.decode("utf-8", "replace"))
-    records += [r for r in requirement_records(pip_items) if r.api != "torch_npu"]  # torch may come later
+    records += pip_records(data)
     records.sort(key=lambda r: (r.line, r.col))
     return Conversion(shell.new, records)

@@ -13,7 +13,7 @@ import fnmatch
 import re
 from typing import Iterable
 
-from ..records import CODES, Conversion, Record, skips_file
+from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
 from .data import load
 
 RULE = "packages.json"
@@ -103,6 +103,18 @@ def pip_install_items(number: int, line: str) -> list[tuple[int, int, str]]:
             continue
         items.append((number, m.end() + word.start() + 1, text))
     return items
+
+
+def pip_records(data: bytes) -> list[Record]:
+    """Findings for the ``pip install`` commands of a shell script or Dockerfile (no reminder about
+    torch_npu: a script may install torch and torch_npu in different steps or files)."""
+    if b"pip" not in data:
+        return []
+    items = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not SKIP_LINE.search(line) and not line.lstrip().startswith(b"#"):
+            items += pip_install_items(number, line.decode("utf-8", "replace"))
+    return [r for r in requirement_records(items) if r.api != "torch_npu"]
 
 
 def setup_requirement_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
