@@ -333,3 +333,43 @@ def test_generated_shell_commands_are_replaced_or_reported(lines):
         assert (number in flagged) == bool(live), (lines, number)
     res2 = convert_file("s.sh", new, cached_ruleset())
     assert res2.new is None
+
+
+def test_stdin_filename_chooses_the_project_file_converter():
+    run = lambda args, data: subprocess.run([sys.executable, "-m", "transplant", *args], input=data,
+                                            capture_output=True, env=_env())
+    out = run(["-", "--stdin-filename", "conf/train.yaml"], b"device: 'cuda:0'  # gpu\r\n")
+    assert (out.returncode, out.stdout) == (1, b"device: 'npu:0'  # gpu\r\n")
+    out = run(["--check", "-", "--stdin-filename", "csrc/k.cu"], (SOURCE / "csrc/scale_ops.cpp").read_bytes())
+    assert out.returncode == 1
+    assert out.stdout.decode().splitlines()[0].startswith("csrc/k.cu:8:3: TP204 torch.ops.myops.scale: custom CUDA")
+
+
+def test_in_place_converts_configs_and_dockerfiles_once(tmp_path):
+    import shutil
+
+    shutil.copytree(SOURCE, tmp_path / "p")
+    args = [sys.executable, "-m", "transplant", "--in-place", "-q", "."]
+    first = subprocess.run(args, cwd=tmp_path / "p", capture_output=True, env=_env())
+    assert first.returncode == 1
+    for name in ("configs/train.yaml", "configs/eval.json", "Dockerfile", "scripts/check_gpu.sh", "train.py",
+                 "csrc/fused_add_kernel.cu", "requirements.txt"):
+        assert (tmp_path / "p" / name).read_bytes() == (EXPECTED / name).read_bytes(), name
+    second = subprocess.run(args, cwd=tmp_path / "p", capture_output=True, env=_env())
+    assert b"converted" not in second.stderr  # nothing left to change; the findings remain
+
+
+def test_project_scan_trigger_words_are_sound():
+    """A Python file without the project's trigger words has no project findings: checked by calling
+    the scan itself on every Python fixture, with the facts of the custom-operator project."""
+    from transplant.project.calls import python_findings
+
+    facts = gather((p.relative_to(SOURCE).as_posix(), str(p)) for p in SOURCE.rglob("*") if p.is_file())
+    assert facts.namespace("myops") and facts.module("fused._C") and facts.module("relu_ext")
+    checked = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        data = path.read_bytes()
+        if not facts.may_match(data):
+            assert python_findings(data, facts) == [], path
+            checked += 1
+    assert checked > 20

@@ -419,7 +419,7 @@ def run_stdin(args: Namespace, options: RuleOptions) -> int:
     prefilter = not getattr(args, "no_prefilter", False)
     plain = not (args.check or args.diff)
     try:
-        result, remaining = convert_bytes(data, kind, options, prefilter, after=True)
+        result, remaining = convert_bytes(data, kind, options, prefilter, after=True, name=name)
     except BaseException:
         if plain:
             _write_bytes(sys.stdout, data)  # an editor that pipes through us keeps its text

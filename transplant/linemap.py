@@ -1,13 +1,15 @@
 """Where a line of a file is after conversion: original line -> line in the converted bytes.
 
 Findings carry the line of the original file; the reports also give the line in the converted
-file, for a user fixing the ``_msft`` tree. Computed in the parent, only for files that have
-findings and were changed, from a line diff (difflib) of the two byte strings.
+file, for a user fixing the ``_msft`` tree. Computed by the worker that converted the file,
+only for files that have findings and were changed, from a line diff (difflib) of the two byte
+strings.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 from typing import Iterable
 
 
@@ -42,5 +44,7 @@ def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
     return out
 
 
-def _similarity(a: bytes, b: bytes) -> float:
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+def _similarity(a: bytes, b: bytes) -> int:
+    """How much two lines share at their ends (a rewrite keeps most of a line around the change)."""
+    prefix = len(os.path.commonprefix([a, b]))
+    return prefix + len(os.path.commonprefix([a[prefix:][::-1], b[prefix:][::-1]]))

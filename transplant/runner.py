@@ -149,7 +149,9 @@ def _work(job: Job) -> FileResult:
     except OSError as exc:
         return FileResult(job.rel, file_kind(job.rel), error=f"cannot read: {exc.strerror}")
     try:
-        return convert_file(job.rel, data, rules_for(job.options), prefilter=job.prefilter, facts=_FACTS)
+        res = convert_file(job.rel, data, rules_for(job.options), prefilter=job.prefilter, facts=_FACTS)
+        res.new_lines = converted_lines(data, res)
+        return res
     except Exception as exc:  # a bug for one file must not stop the others: it is copied unchanged
         if job.debug:
             raise
@@ -168,17 +170,13 @@ def _convertible(rel: str, source: Path) -> bool:
         return True  # the worker reports it
 
 
-def converted_lines(source: Path, res: FileResult) -> dict[int, int]:
+def converted_lines(data: bytes, res: FileResult) -> dict[int, int]:
     """Lines of ``res``'s findings in its converted text (notebooks count lines per cell: none)."""
-    if res.kind == "notebook" or not res.findings or res.new is None:
+    if res.kind == "notebook" or res.new is None or not res.findings:
         return {}
     from .linemap import new_lines
 
-    try:
-        old = source.read_bytes()
-    except OSError:
-        return {}
-    return new_lines(old, res.new, (r.line for r in res.findings))
+    return new_lines(data, res.new, (r.line for r in res.findings))
 
 
 def not_converted(rel: str, reason: str) -> FileResult:
@@ -375,7 +373,6 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
             except OSError as exc:
                 raise OSError(exc.errno, exc.strerror, str(target)) from exc
             _copy_mode(source, target)
-            res.new_lines = converted_lines(source, res)
             res.new = b""  # written: memory holds the files in flight, not every converted file
         summary.results.append(res)
         done += 1
