@@ -34,8 +34,8 @@ def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
     return Conversion(new if new != data else None, records)
 
 
-# a command word: at the start of a line or after a shell separator, optionally after sudo / env
-# assignments / watch ...; its arguments run to the next separator
+# a command word: at the start of a line or after a shell separator or keyword (sudo, watch -n 1, ...),
+# after any VAR=value assignments; its arguments run to the next separator
 _SEPARATORS = rb"(?:^|[;&|(`!]|\$\(|\bif\b|\bwhile\b|\buntil\b|\bthen\b|\bdo\b|\belse\b|\bRUN\b|\bwatch(?:\s+-\S+(?:\s+\d+)?)*|\bsudo|\bexec|\btime)"
 _ARGS_END = re.compile(rb"[;&|)`\r\n]|$")
 
@@ -48,8 +48,8 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
         return env
     text = env.new if env.new is not None else data
     names = sorted(rules.commands, key=len, reverse=True)
-    pattern = re.compile(rb"(" + _SEPARATORS + rb"\s*)(" + b"|".join(re.escape(n.encode()) for n in names) +
-                         rb")(?![\w.+-])", re.MULTILINE)
+    pattern = re.compile(rb"(" + _SEPARATORS + rb"\s*(?:[A-Za-z_]\w*=\S*\s+)*)(" +
+                         b"|".join(re.escape(n.encode()) for n in names) + rb")(?![\w.+-])", re.MULTILINE)
     records = list(env.records)
     out: list[bytes] = []
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
