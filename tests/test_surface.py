@@ -373,3 +373,31 @@ def test_project_scan_trigger_words_are_sound():
             assert python_findings(data, facts) == [], path
             checked += 1
     assert checked > 20
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"b", b"x = y.cuda()", b"import torch", b""]), max_size=15),
+       st.lists(st.tuples(st.sampled_from("ir"), st.integers(0, 20)), max_size=4))
+def test_line_map_is_monotone_and_exact_for_inserted_lines(old_lines, edits):
+    new_list = list(old_lines)
+    origin = list(range(1, len(old_lines) + 1))  # where each new line came from (0: inserted or rewritten)
+    for op, at in edits:
+        at = min(at, len(new_list))
+        if op == "i":
+            new_list.insert(at, b"import torch_npu")
+            origin.insert(at, 0)
+        elif at < len(new_list):
+            new_list[at] = new_list[at].replace(b"cuda", b"npu") + b"  # changed"
+            origin[at] = -origin[at] if origin[at] else 0
+    old = b"".join(l + b"\n" for l in old_lines)
+    new = b"".join(l + b"\n" for l in new_list)
+    mapping = new_lines(old, new, range(1, len(old_lines) + 1))
+    targets = [mapping[i] for i in range(1, len(old_lines) + 1)]
+    assert targets == sorted(targets)
+    assert all(1 <= t <= len(new_list) + 1 for t in targets)
+    for i, t in mapping.items():
+        if t <= len(new_list) and origin[t - 1] == i:
+            continue
+        # a line that moved unchanged maps onto an identical line
+        if i in origin:
+            assert new_list[t - 1] == old_lines[i - 1], (old_lines, new_list, mapping)

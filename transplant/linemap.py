@@ -21,9 +21,20 @@ def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
     if not wanted:
         return {}
     old_lines, new_lines_ = old.splitlines(), new.splitlines()
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines_, autojunk=False)
+    # the diff runs on what lies between the common head and tail (most of a file is either)
+    head = 0
+    while head < min(len(old_lines), len(new_lines_)) and old_lines[head] == new_lines_[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(old_lines), len(new_lines_)) - head
+           and old_lines[-1 - tail] == new_lines_[-1 - tail]):
+        tail += 1
+    matcher = difflib.SequenceMatcher(None, old_lines[head:len(old_lines) - tail],
+                                      new_lines_[head:len(new_lines_) - tail], autojunk=False)
     out: dict[int, int] = {}
-    blocks = matcher.get_opcodes()
+    blocks = [("equal", 0, head, 0, head)]
+    blocks += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    blocks.append(("equal", len(old_lines) - tail, len(old_lines), len(new_lines_) - tail, len(new_lines_)))
     k = 0
     for tag, i1, i2, j1, j2 in blocks:
         while k < len(wanted) and wanted[k] - 1 < i2:
