@@ -523,9 +523,10 @@ def test_an_internal_error_in_one_file_does_not_stop_the_others(work, capsys, mo
 
 
 def test_file_of_unknown_type_is_exit_2(work, capsys):
-    code, _, err = cli(capsys, "--check", "user_rules.json")
+    (work / "notes.md").write_text("x.cuda()\n")
+    code, _, err = cli(capsys, "--check", "notes.md")
     assert code == 2
-    assert "user_rules.json: not a Python file, notebook or shell script" in err
+    assert "notes.md: not a file type transplant converts" in err
 
 
 @pytest.mark.parametrize("argv, message", [

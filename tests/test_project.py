@@ -75,9 +75,11 @@ def test_example_change_list(example_result: Path):
 
 def test_example_unsupported_workbook(example_result: Path):
     wb = openpyxl.load_workbook(example_result / "unsupported_op.xlsx")
-    assert wb.sheetnames == ["Unsupported", "API counts", "Summary"]
+    assert wb.sheetnames == ["Unsupported", "API counts", "Custom operators", "Libraries", "Summary"]
     headers = {
-        "Unsupported": ("File", "Line", "Column", "API", "Level", "Message", "Suggestion"),
+        "Unsupported": ("File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion"),
+        "Custom operators": ("File", "Operator", "Registration line", "Calls found"),
+        "Libraries": ("Library", "Uses", "Where", "NPU route"),
         "API counts": ("API", "Level", "Occurrences", "Files"),
         "Summary": ("File", "Converted references", "Unsupported references", "Conversion rate", "Error"),
     }
@@ -89,11 +91,12 @@ def test_example_unsupported_workbook(example_result: Path):
         assert ws[1][0].font.bold
 
     rows = list(wb["Unsupported"].iter_rows(min_row=2, values_only=True))
-    nccl = [r for r in rows if r[3] == "torch.cuda.nccl.all_reduce"]
-    assert nccl == [("utils.py", 19, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][5],
+    nccl = [r for r in rows if r[4] == "torch.cuda.nccl.all_reduce"]
+    # line 19 of utils.py is line 20 of the converted file (import torch_npu was added above it)
+    assert nccl == [("utils.py", 19, 20, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][6],
                      "use torch.distributed collectives (backend='hccl')")]
-    assert "no torch_npu counterpart" in nccl[0][5]
-    assert all(r[4] in ("error", "warning", "note") for r in rows)
+    assert "no torch_npu counterpart" in nccl[0][6]
+    assert all(r[5] in ("error", "warning", "note") for r in rows)
 
     counts = {(r[0], r[1]): (r[2], r[3]) for r in wb["API counts"].iter_rows(min_row=2, values_only=True)}
     assert counts[("torch.cuda.nccl.all_reduce", "error")] == (1, 1)
@@ -104,7 +107,7 @@ def test_example_unsupported_workbook(example_result: Path):
     assert summary["train.py"][:2] == (sum(1 for r in changes if r["File"] == "train.py"), 0)
     total = summary["TOTAL"]
     assert total[0] == len(changes)
-    assert total[1] == sum(1 for r in rows if r[4] in ("error", "warning"))
+    assert total[1] == sum(1 for r in rows if r[5] in ("error", "warning"))
     assert total[2] == pytest.approx(total[0] / (total[0] + total[1]))
     assert list(summary)[-1] == "TOTAL"
 

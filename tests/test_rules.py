@@ -13,7 +13,9 @@ from transplant.engine import convert
 from transplant.rules import RuleError, load_ruleset, read_rule_file
 from transplant.shell import convert_shell
 
-BUILTIN = sorted(p for p in (REPO / "rules").rglob("*.json") if p.name != "schema.json")
+# rules/project/ holds facts about project files (packages, config keys, images), not rules
+BUILTIN = sorted(p for p in (REPO / "rules").rglob("*.json")
+                 if p.name != "schema.json" and p.parent.name != "project")
 
 
 def write(tmp_path: Path, data, name: str = "user.json") -> Path:

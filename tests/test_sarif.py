@@ -167,7 +167,8 @@ def test_levels_of_rules_and_results(work, capsys):
     defaults = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
     assert defaults == {"TP101": "warning", "TP102": "warning", "TP103": "warning", "TP104": "warning",
                         "TP105": "warning", "TP106": "warning", "TP201": "error", "TP202": "warning",
-                        "TP203": "note", "TP900": "error"}
+                        "TP203": "note", "TP900": "error", "TP107": "warning", "TP204": "error",
+                        "TP205": "warning", "TP206": "warning", "TP207": "warning"}
     seen = {r["ruleId"]: r["level"] for r in run["results"]}
     assert seen["TP202"] == "warning"
     assert all(defaults[rule] == level for rule, level in seen.items())

@@ -35,9 +35,18 @@ RULE_INFO: dict[str, tuple[str, str, str]] = {
     CODES["env"]: ("environment-variable",
                    "Environment variable renamed (CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES)", "warning"),
     CODES["import"]: ("import", "Import rewritten, added (import torch_npu) or removed", "warning"),
+    CODES["command"]: ("shell-command", "Shell command replaced (nvidia-smi -> npu-smi info)", "warning"),
     CODES["no_counterpart"]: ("no-npu-counterpart", "CUDA API with no NPU counterpart", "error"),
     CODES["unsupported"]: ("unsupported-on-npu", "API not supported on NPU for the chosen PyTorch version", "warning"),
     CODES["note"]: ("no-effect-on-npu", "Setting with no effect on NPU", "note"),
+    CODES["custom_op"]: ("custom-operator",
+                         "Custom CUDA/C++ operator: a registration in C++ or a Python call that reaches one", "error"),
+    CODES["cuda_build"]: ("cuda-build", "CUDA-only build (CUDAExtension, CUDA_HOME, nvcc flags, load with CUDA sources)",
+                          "warning"),
+    CODES["library"]: ("cuda-library", "CUDA-only library (import, use or dependency)", "warning"),
+    CODES["project_file"]: ("project-file",
+                            "CUDA setting in a project file (dependency, configuration, Dockerfile, shell command)",
+                            "warning"),
     CODES["syntax"]: ("parse-error", "File could not be parsed", "error"),
 }
 SARIF_LEVEL = {"fix": "warning", "error": "error", "warning": "warning", "note": "note"}

@@ -27,8 +27,9 @@ from typing import Iterator, TextIO
 from .config import RuleOptions
 from .diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
-from .filetypes import FileResult, convert_file, file_kind
-from .runner import WORKER_DIED, init_worker, mp_context, one_by_one, rules_for, walk
+from .filetypes import FileResult, convert_file, file_kind, within_limits
+from .project import gather
+from .runner import WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for, set_facts, walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -115,8 +116,17 @@ def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
         errors.append(f"{os.path.join(root, rel) if rel else root}: cannot list folder: {reason}")
 
     for entry in walk(Path(root), lambda message: None, unlistable=unlistable, vendored_too=False):
-        if entry.kind == "file" and file_kind(entry.rel) != "other":
+        kind = file_kind(entry.rel)
+        if entry.kind == "file" and kind != "other" and _small_enough(kind, os.path.join(root, entry.rel)):
             yield entry.rel.replace("/", os.sep)
+
+
+def _small_enough(kind: str, path: str) -> bool:
+    """Project files (configs, C++ sources, ...) larger than their limit are data: not walked into."""
+    try:
+        return kind in ("python", "notebook", "shell") or within_limits(kind, os.path.getsize(path))
+    except OSError:
+        return True
 
 
 def collect(paths: list[str], errors: list[str]) -> list[Target]:
@@ -146,7 +156,8 @@ def collect(paths: list[str], errors: list[str]) -> list[Target]:
                 continue
             kind = detect_kind(path, head)
             if kind is None:
-                errors.append(f"{path}: not a Python file, notebook or shell script; not converted")
+                errors.append(f"{path}: not a file type transplant converts (Python, notebook, shell script, "
+                              "C/C++/CUDA source, requirements, configuration file, Dockerfile); not converted")
             else:
                 add(path, path, kind)
         else:
@@ -158,16 +169,19 @@ def collect(paths: list[str], errors: list[str]) -> list[Target]:
 
 
 def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool, *,
-                  after: bool) -> tuple[FileResult, list[Record]]:
+                  after: bool, name: str = "") -> tuple[FileResult, list[Record]]:
     """Convert ``data`` as ``kind``. With ``after``, also the findings of the converted text, found by
-    converting it again (conversion is idempotent), so that their lines are those of the new text."""
+    converting it again (conversion is idempotent), so that their lines are those of the new text.
+    ``name`` (the file's path) chooses the converter of project files (a config's format, ...)."""
     rules = rules_for(options)
-    result = convert_file(KIND_NAMES[kind], data, rules, prefilter=prefilter)
+    facts = current_facts()
+    path = name if name and file_kind(name) == kind else KIND_NAMES.get(kind, name)
+    result = convert_file(path, data, rules, prefilter=prefilter, facts=facts)
     if result.error and not any(r.code == CODES["syntax"] and r.level == "error" for r in result.records):
         result.records.append(not_converted_record(result.error))
     remaining: list[Record] = []
     if after and result.new is not None:
-        again = convert_file(KIND_NAMES[kind], result.new, rules, prefilter=prefilter)
+        again = convert_file(path, result.new, rules, prefilter=prefilter, facts=facts)
         source = again.records if again.error is None else result.records
         remaining = [r for r in source if not r.is_change]
     return result, remaining
@@ -185,7 +199,8 @@ def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcom
         return outcome
     outcome.stamp = (st.st_size, st.st_mtime_ns)
     try:
-        result, outcome.remaining = convert_bytes(data, target.kind, options, prefilter, after=after)
+        result, outcome.remaining = convert_bytes(data, target.kind, options, prefilter, after=after,
+                                                  name=target.display)
     except Exception as exc:  # a bug for this file must not stop the others; nothing is written for it
         if debug:
             raise
@@ -218,17 +233,19 @@ def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, p
                     after: bool, debug: bool = False) -> list[Outcome]:
     work = [(t, options, prefilter, after, debug) for t in targets]
     rules_for(options)  # build once here: forked workers inherit it, and bad -r files fail early
+    facts = gather((t.display.replace(os.sep, "/"), t.path) for t in targets)  # the project-wide first pass
+    set_facts(facts)
     if jobs <= 1 or len(work) < POOL_MIN_FILES:
         return [_convert_target(w) for w in work]
     ctx = mp_context()
     workers = min(jobs, len(work))
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
-                                 initargs=(options,)) as pool:
+                                 initargs=(options, facts)) as pool:
             return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
     except BrokenProcessPool:
         pass  # a worker died (a crash in native code, or killed for memory): find the file it died on
-    return list(one_by_one(_convert_target, work, ctx, init_worker, (options,),
+    return list(one_by_one(_convert_target, work, ctx, init_worker, (options, facts),
                            lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}")))
 
 
@@ -402,7 +419,7 @@ def run_stdin(args: Namespace, options: RuleOptions) -> int:
     prefilter = not getattr(args, "no_prefilter", False)
     plain = not (args.check or args.diff)
     try:
-        result, remaining = convert_bytes(data, kind, options, prefilter, after=True)
+        result, remaining = convert_bytes(data, kind, options, prefilter, after=True, name=name)
     except BaseException:
         if plain:
             _write_bytes(sys.stdout, data)  # an editor that pipes through us keeps its text

@@ -1,16 +1,23 @@
-"""Conversion of one file by its type: Python, notebook, shell script. Used by every mode."""
+"""Conversion of one file by its type: Python, notebook, shell script, and the project files of
+transplant.formats (C/C++/CUDA sources, requirements, configuration files, Dockerfiles). Used by
+every mode."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from .records import Conversion, Record, Recorded, SourceError, not_converted_record
+from .project import NO_FACTS, ProjectFacts
+from .project.cpp_ops import is_cpp
+from .records import Conversion, Record, Recorded, SourceError, not_converted_record, skips_file
 from .rules import RuleSet
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
 SHELL_SUFFIXES = (".sh", ".bash")
 NOTEBOOK_SUFFIXES = (".ipynb",)
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".ini", ".cfg")
+# files larger than this are data, not project files: copied without a look
+SIZE_LIMITS = {"cpp": 16 << 20, "config": 1 << 20, "requirements": 1 << 20, "dockerfile": 1 << 20}
 
 
 @dataclass
@@ -18,46 +25,89 @@ class FileResult(Recorded):
     """What happened to one file. ``new`` is None when the file is copied unchanged."""
 
     path: str  # relative to the input root, with "/" separators
-    kind: str  # python | notebook | shell | other
+    kind: str  # python | notebook | shell | cpp | requirements | config | dockerfile | other
     new: bytes | None = None
     records: list[Record] = field(default_factory=list)
     error: str | None = None
     skipped: bool = False  # not parsed: the pre-filter found no trigger word
+    new_lines: dict[int, int] = field(default_factory=dict)  # finding's line -> its line in ``new`` (reports)
 
 
 def file_kind(path: str | PurePath) -> str:
-    name = str(path).lower()
+    name = str(path).replace("\\", "/").lower()
+    base = name.rsplit("/", 1)[-1]
     if name.endswith(PYTHON_SUFFIXES):
         return "python"
     if name.endswith(NOTEBOOK_SUFFIXES):
         return "notebook"
     if name.endswith(SHELL_SUFFIXES):
         return "shell"
+    if is_cpp(name):
+        return "cpp"
+    if base.endswith(".txt") and ("requirements" in base or base.startswith("constraints")
+                                  or name.startswith("requirements/") or "/requirements/" in name):
+        return "requirements"
+    if name.endswith(CONFIG_SUFFIXES):
+        return "config"
+    if base in ("dockerfile", "containerfile") or base.startswith("dockerfile.") or base.endswith(".dockerfile"):
+        return "dockerfile"
     return "other"
 
 
-def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = True) -> FileResult:
+def within_limits(kind: str, size: int) -> bool:
+    return size <= SIZE_LIMITS.get(kind, size)
+
+
+def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> bool:
+    """The pre-filter of each kind: can its converter change or report anything in ``data``?"""
+    if kind == "python":
+        return rules.may_match(data) or facts.may_match(data)
+    if kind == "notebook":
+        return rules.may_match(data)
+    if kind == "shell":
+        return rules.may_match(data) or b"pip" in data  # pip install of CUDA-only packages
+    if kind == "cpp":
+        from .formats.cpp import may_match
+
+        return may_match(data)
+    if kind == "config":
+        from .formats.configs import may_match
+
+        return may_match(path, data)
+    if kind == "dockerfile":
+        from .formats.dockerfile import may_match
+
+        return may_match(data, rules)
+    return kind == "requirements"
+
+
+def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = True,
+                 facts: ProjectFacts = NO_FACTS) -> FileResult:
     """Convert one file's bytes according to its type. Never raises for bad content."""
     kind = file_kind(path)
     result = FileResult(path, kind)
-    if kind == "other":
+    if kind == "other" or not within_limits(kind, len(data)):
         return result
-    if prefilter and not rules.may_match(data):
+    if prefilter and not may_convert(path, kind, data, rules, facts):
         result.skipped = True
         return result
     try:
         if kind == "python":
-            from .engine import convert  # libcst is loaded only once a file needs parsing
-
-            conv = convert(data, rules)
+            conv = _convert_python(data, rules, facts, prefilter)
+        elif kind in ("cpp", "requirements", "config", "dockerfile"):
+            conv = _convert_project_file(path, kind, data, rules, facts)
         elif kind == "notebook":
             from .notebooks import convert_notebook
 
             conv = convert_notebook(data, rules)
         else:
-            from .shell import convert_shell
+            from .formats.requirements import pip_records
+            from .shell import convert_shell_script
 
-            conv = convert_shell(data, rules)
+            conv = convert_shell_script(data, rules)
+            extra = [] if skips_file(data) else pip_records(data)
+            if extra:
+                conv = Conversion(conv.new, sorted(conv.records + extra, key=lambda r: (r.line, r.col)))
     except SourceError as exc:
         result.error = str(exc)
         result.records = [not_converted_record(str(exc), exc.line, exc.col)]
@@ -68,6 +118,44 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
     result.new = conv.new
     result.records = conv.records
     return result
+
+
+def _convert_python(data: bytes, rules: RuleSet, facts: ProjectFacts, prefilter: bool) -> Conversion:
+    """The engine's conversion, plus the project scan's findings (transplant.project.calls) when
+    the file has one of its trigger words."""
+    if not prefilter or rules.may_match(data):
+        from .engine import convert  # libcst is loaded only once a file needs parsing
+
+        conv = convert(data, rules)
+    else:
+        conv = Conversion(None, [])
+    if facts.may_match(data):  # cheap; sound by itself (test_surface), so applied with or without prefilter
+        from .project.calls import python_findings
+
+        found = python_findings(data, facts)
+        if found:  # a project finding replaces the engine's generic one of the same API at the same line
+            mine = {(r.line, r.api) for r in found}
+            kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
+            conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
+    return conv
+
+
+def _convert_project_file(path: str, kind: str, data: bytes, rules: RuleSet, facts: ProjectFacts) -> Conversion:
+    if kind == "cpp":
+        from .formats.cpp import convert_cpp
+
+        return convert_cpp(path, data, facts)
+    if kind == "requirements":
+        from .formats.requirements import convert_requirements
+
+        return convert_requirements(data)
+    if kind == "config":
+        from .formats.configs import convert_config
+
+        return convert_config(path, data)
+    from .formats.dockerfile import convert_dockerfile
+
+    return convert_dockerfile(data, rules)
 
 
 def as_conversion(result: FileResult) -> Conversion:

@@ -14,9 +14,14 @@ CODES = {
     "device": "TP104",
     "env": "TP105",
     "import": "TP106",
+    "command": "TP107",
     "no_counterpart": "TP201",
     "unsupported": "TP202",
     "note": "TP203",
+    "custom_op": "TP204",
+    "cuda_build": "TP205",
+    "library": "TP206",
+    "project_file": "TP207",
     "syntax": "TP900",
 }
 OPERATION = {
@@ -26,6 +31,7 @@ OPERATION = {
     "device": "device string",
     "env": "environment variable",
     "import": "import",
+    "command": "shell command",
 }
 
 SKIP_LINE = re.compile(rb"#\s*transplant:\s*skip\b(?!-)")

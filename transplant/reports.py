@@ -1,6 +1,7 @@
 """Reports of a repository conversion: change_list.csv, unsupported_op.xlsx, the log.
 
-All of them are views of the same records (see records.Record).
+All of them are views of the same records (see records.Record). The workbook's sheets for custom
+operators and libraries are built by transplant.report_sheets from the same records.
 """
 
 from __future__ import annotations
@@ -76,17 +77,22 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
         for r in res.findings:
             if r.code == "TP900":
                 continue
-            occurrences.append([res.path, r.line, r.col, r.api, r.level, r.message, r.suggestion])
+            occurrences.append([res.path, r.line, res.new_lines.get(r.line, r.line), r.col, r.api, r.level,
+                                r.message, r.suggestion])
             per_api[(r.api, r.level)].append(res.path)
 
     ws = wb.active
     ws.title = "Unsupported"
-    sheet(ws, ["File", "Line", "Column", "API", "Level", "Message", "Suggestion"], occurrences,
-          [40, 8, 8, 45, 10, 70, 40])
+    sheet(ws, ["File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion"], occurrences,
+          [40, 8, 14, 8, 45, 10, 70, 40])
 
     counts = sorted(([api, level, len(files), len(set(files))] for (api, level), files in per_api.items()),
                     key=lambda r: (-r[2], r[0]))
     sheet(wb.create_sheet("API counts"), ["API", "Level", "Occurrences", "Files"], counts, [50, 10, 12, 8])
+    from .report_sheets import LIBRARY_HEADER, OPERATOR_HEADER, library_rows, operator_rows
+
+    sheet(wb.create_sheet("Custom operators"), OPERATOR_HEADER, operator_rows(results), [40, 40, 16, 70])
+    sheet(wb.create_sheet("Libraries"), LIBRARY_HEADER, library_rows(results), [30, 8, 60, 70])
 
     summary = []
     total_conv = total_uns = 0

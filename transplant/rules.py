@@ -64,6 +64,7 @@ class RuleSet:
     unsupported_method: dict[str, Rule] = field(default_factory=dict)  # on calls: x.NAME(...)
     unsupported_attribute: dict[str, Rule] = field(default_factory=dict)  # anywhere: x.NAME
     env: dict[str, Rule] = field(default_factory=dict)
+    commands: dict[str, Rule] = field(default_factory=dict)  # shell commands (ShellCommandRule)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
     trigger_re: "re.Pattern[bytes] | None" = None
     call_re: "re.Pattern[bytes] | None" = None  # method names that trigger as calls only (see _call_pattern)
@@ -366,6 +367,8 @@ def _index(rs: RuleSet, rule: Rule) -> None:
             table[key] = rule
     elif kind == "EnvVarModifyRule":
         rs.env[rule["old_name"]] = rule
+    elif kind == "ShellCommandRule":
+        rs.commands[rule["old_name"]] = rule
 
 
 def _add_new_name_aliases(rs: RuleSet) -> None:
@@ -425,7 +428,7 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     """
     words: set[str] = {DEVICE_WORD, BACKEND_WORD}
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
-                  rs.args_method, rs.env):
+                  rs.args_method, rs.env, rs.commands):
         words.update(table)
     words.update(rs.unsupported_attribute)
     calls = set(rs.unsupported_method)

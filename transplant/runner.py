@@ -22,7 +22,8 @@ from typing import Callable, Iterator, NamedTuple
 
 from . import reports
 from .config import Config, RuleOptions
-from .filetypes import FileResult, convert_file, file_kind
+from .filetypes import FileResult, convert_file, file_kind, may_convert, within_limits
+from .project import NO_FACTS, ProjectFacts, gather
 from .records import internal_error, not_converted_record
 from .rules import RuleSet, load_ruleset
 
@@ -77,6 +78,17 @@ class Job(NamedTuple):
 
 _RULES: RuleSet | None = None
 _RULES_KEY: RuleOptions | None = None
+_FACTS: ProjectFacts = NO_FACTS  # the project's facts (transplant.project), set before workers start
+
+
+def set_facts(facts: ProjectFacts) -> None:
+    """The project facts this process converts with (workers get them through init_worker)."""
+    global _FACTS
+    _FACTS = facts
+
+
+def current_facts() -> ProjectFacts:
+    return _FACTS
 
 
 def rules_for(options: RuleOptions) -> RuleSet:
@@ -93,12 +105,13 @@ def rules_for(options: RuleOptions) -> RuleSet:
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-def init_worker(options: RuleOptions) -> None:
+def init_worker(options: RuleOptions, facts: ProjectFacts = NO_FACTS) -> None:
     """Set up a worker process (of repository mode or the file modes)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     rules_for(options)
+    set_facts(facts)
     gc.freeze()  # never scan the long-lived objects (modules, rules) that exist before the work starts
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -123,9 +136,10 @@ def _screen(job: Job, rules: RuleSet) -> FileResult | None:
             data = fh.read()
     except OSError:
         return None
-    if rules.may_match(data):
+    kind = file_kind(job.rel)
+    if may_convert(job.rel, kind, data, rules, _FACTS):
         return None
-    return FileResult(job.rel, file_kind(job.rel), skipped=True)  # as convert_file(..., prefilter=True)
+    return FileResult(job.rel, kind, skipped=True)  # as convert_file(..., prefilter=True)
 
 
 def _work(job: Job) -> FileResult:
@@ -135,11 +149,34 @@ def _work(job: Job) -> FileResult:
     except OSError as exc:
         return FileResult(job.rel, file_kind(job.rel), error=f"cannot read: {exc.strerror}")
     try:
-        return convert_file(job.rel, data, rules_for(job.options), prefilter=job.prefilter)
+        res = convert_file(job.rel, data, rules_for(job.options), prefilter=job.prefilter, facts=_FACTS)
+        res.new_lines = converted_lines(data, res)
+        return res
     except Exception as exc:  # a bug for one file must not stop the others: it is copied unchanged
         if job.debug:
             raise
         return not_converted(job.rel, internal_error(exc))
+
+
+def _convertible(rel: str, source: Path) -> bool:
+    kind = file_kind(rel)
+    if kind == "other":
+        return False
+    if kind in ("python", "notebook", "shell"):
+        return True
+    try:
+        return within_limits(kind, source.stat().st_size)
+    except OSError:
+        return True  # the worker reports it
+
+
+def converted_lines(data: bytes, res: FileResult) -> dict[int, int]:
+    """Lines of ``res``'s findings in its converted text (notebooks count lines per cell: none)."""
+    if res.kind == "notebook" or res.new is None or not res.findings:
+        return {}
+    from .linemap import new_lines
+
+    return new_lines(data, res.new, (r.line for r in res.findings))
 
 
 def not_converted(rel: str, reason: str) -> FileResult:
@@ -315,11 +352,12 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
                 warn(f"{entry.rel}: symbolic link to {link} (outside the input) copied as a link, not followed")
             summary.copied += 1
             continue
-        if entry.convert and file_kind(entry.rel) != "other":
+        if entry.convert and _convertible(entry.rel, source):
             jobs.append(Job(entry.rel, str(source), config.rule_options, config.prefilter, config.debug))
         else:
             _copy(source, target, summary, warn, entry.rel)
 
+    set_facts(gather((job.rel, job.path) for job in jobs))  # the project-wide first pass
     total = len(jobs)
     done = 0
     if on_progress:
@@ -364,7 +402,7 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
     start = 0
     while start < len(jobs):
         with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=init_worker,
-                                 initargs=(config.rule_options,)) as pool:
+                                 initargs=(config.rule_options, _FACTS)) as pool:
             try:
                 for result in _ordered(pool, jobs[start:], rules, chunk, window):
                     yield result
@@ -378,7 +416,7 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
         # The files that were in flight go one at a time, so the one a worker dies on is known
         # and reported; then the pool starts again after them.
         for result in one_by_one(_work, jobs[start:start + chunk * window], ctx, init_worker,
-                                 (config.rule_options,), lambda job: not_converted(job.rel, WORKER_DIED)):
+                                 (config.rule_options, _FACTS), lambda job: not_converted(job.rel, WORKER_DIED)):
             yield result
             start += 1
 

@@ -1,0 +1,116 @@
+"""Configuration files: YAML, JSON, TOML and INI/cfg values that name CUDA.
+
+A value ``cuda``, ``cuda:N`` (under a device key) or ``nccl`` (under a backend key) is converted to
+``npu``/``npu:N``/``hccl``: only the value token's bytes change, quotes, spacing, comments and line
+ends stay. Any other ``cuda``/``cuda:N``/``nccl`` token outside comments (a list of devices, a key
+such as ``accelerator``) is reported (TP207). Works on bytes with ASCII patterns, so any
+ASCII-compatible encoding is kept as it is. Keys come from rules/project/configs.json.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
+from .data import load
+from .requirements import pyproject_items, requirement_records, setup_cfg_items, toml_code
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".ini", ".cfg")
+RULE = "configs.json"
+_VALUE = rb"cuda(?::\d+)?|nccl"
+# key, separator, optional quote, value, same quote; JSON pairs may share a line, the others end it
+_JSON_PAIR = re.compile(rb'"([A-Za-z_][\w.-]*)"(\s*:\s*)"(' + _VALUE + rb')"')
+_LINE_PAIR = re.compile(rb"^(\s*(?:-\s+)?)([\"']?)([A-Za-z_][\w.-]*)\2(\s*[:=]\s*)([\"']?)(" + _VALUE +
+                        rb")\5(?=\s*(?:[#;].*)?$)")
+_TOKEN = re.compile(rb"(?<![\w./-])(" + _VALUE + rb")(?![\w-])")
+
+
+DEPENDENCY_FILES = ("pyproject.toml", "setup.cfg")
+
+
+def _name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
+def may_match(path: str, data: bytes) -> bool:
+    """Can the conversion find anything in ``data``? (dependency lists are always read)"""
+    return b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
+
+
+def _key_kind(key: str) -> str:
+    facts = load("configs.json")
+    key = key.lower().rsplit(".", 1)[-1]
+    if key in facts["device_keys"] or key.endswith(tuple(facts["device_suffixes"])):
+        return "device"
+    if key in facts["backend_keys"] or key.endswith(tuple(facts["backend_suffixes"])):
+        return "backend"
+    return ""
+
+
+def _new_value(kind: str, value: bytes) -> bytes | None:
+    facts = load("configs.json")
+    if kind == "device" and value.startswith(b"cuda"):
+        return facts["device_new"].encode() + value[4:]
+    if kind == "backend" and value == b"nccl":
+        return facts["backend_new"].encode()
+    return None
+
+
+def _code_part(line: bytes, is_json: bool) -> bytes:
+    """The line without its comment (JSON has none)."""
+    if is_json:
+        return line
+    text = line.decode("latin-1")
+    code = toml_code(text)
+    if not is_json and code.lstrip().startswith(";"):
+        return b""
+    return code.encode("latin-1")
+
+
+def convert_config(path: str, data: bytes) -> Conversion:
+    if skips_file(data):
+        return Conversion(None, [])
+    is_json = path.lower().endswith(".json")
+    pairs = _JSON_PAIR if is_json else _LINE_PAIR
+    records: list[Record] = []
+    out: list[bytes] = []
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        if SKIP_LINE.search(line) or not (b"cuda" in line or b"nccl" in line):
+            out.append(line)
+            continue
+        code = _code_part(line, is_json)
+        pieces: list[bytes] = []
+        last = 0
+        changed: set[int] = set()
+        for m in pairs.finditer(code):
+            key, value_at = (m.group(1), m.start(3)) if is_json else (m.group(3), m.start(6))
+            value = m.group(3) if is_json else m.group(6)
+            kind = _key_kind(key.decode("latin-1"))
+            new = _new_value(kind, value)
+            if new is None:
+                continue
+            col = value_at + 1
+            what = "device" if kind == "device" else "args"
+            records.append(Record(number, col, number, col + len(value), CODES[what], "fix", OPERATION[what],
+                                  f"{key.decode('latin-1')}: {value.decode()} -> {new.decode()}", RULE,
+                                  api=key.decode("latin-1"), old=value.decode(), new=new.decode()))
+            pieces += [line[last:value_at], new]
+            last = value_at + len(value)
+            changed.add(value_at)
+        for m in _TOKEN.finditer(code):
+            if m.start() in changed:
+                continue
+            value = m.group(1).decode()
+            records.append(Record(number, m.start() + 1, number, m.end() + 1, CODES["project_file"], "warning",
+                                  "configuration", f"'{value}' in a configuration value that transplant does not "
+                                  "convert (the key does not plainly name a device or backend)", RULE, api=value,
+                                  suggestion="use 'npu' for a device or 'hccl' for a collective backend if this "
+                                  "value reaches torch"))
+        out.append(b"".join(pieces) + line[last:] if pieces else line)
+    name = _name(path)
+    if name in DEPENDENCY_FILES:
+        text = data.decode("utf-8", "replace")
+        records += requirement_records(pyproject_items(text) if name == "pyproject.toml" else setup_cfg_items(text))
+    records.sort(key=lambda r: (r.line, r.col))
+    new = b"".join(out)
+    return Conversion(new if new != data else None, records)

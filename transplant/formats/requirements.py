@@ -1,0 +1,200 @@
+"""Dependencies: requirements*.txt, setup.py ``install_requires``/``extras_require``, pyproject.toml
+(PEP 621 arrays and Poetry tables), setup.cfg ``install_requires``, ``pip install`` commands.
+
+Reports (never changes) CUDA-only packages (TP206, ``api`` = the library, as the Libraries sheet
+groups them), indexes of CUDA builds of torch (TP207), and ``torch`` listed without ``torch_npu``
+(TP207). Package facts come from rules/project/packages.json.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+from typing import Iterable
+
+from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
+from .data import load
+
+RULE = "packages.json"
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_QUOTED = re.compile(r"""(["'])([A-Za-z0-9][^"'\n]*)\1""")
+_NPU = frozenset({"torch-npu"})
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package(name: str) -> dict | None:
+    norm = normalise(name)
+    for entry in load("packages.json")["packages"]:
+        if fnmatch.fnmatchcase(norm, entry["match"]):
+            return entry
+    return None
+
+
+def _record(line: int, col: int, length: int, code: str, api: str, message: str, suggestion: str) -> Record:
+    return Record(line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api,
+                  suggestion=suggestion)
+
+
+def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
+    """Findings for requirement strings given as (line, 1-based column, text)."""
+    facts = load("packages.json")
+    index = re.compile(facts["cuda_index"]["pattern"])
+    records: list[Record] = []
+    torch_at: tuple[int, int] | None = None
+    names: set[str] = set()
+    for line, col, text in items:
+        m = index.search(text)
+        if m:
+            records.append(_record(line, col + m.start(), len(m.group()), CODES["project_file"], m.group(),
+                                   facts["cuda_index"]["message"], facts["cuda_index"]["suggestion"]))
+            continue
+        m = _NAME.match(text)
+        if not m or text.lstrip().startswith("-"):
+            continue
+        name = normalise(m.group(1))
+        names.add(name)
+        start = col + m.start(1)
+        if name == "torch" and torch_at is None:
+            torch_at = (line, start)
+        entry = package(name)
+        if entry is not None:
+            records.append(_record(line, start, len(m.group(1)), CODES["library"], entry["library"],
+                                   f"{m.group(1)}: CUDA-only package", entry["route"]))
+    if torch_at is not None and not names & _NPU:
+        records.append(_record(*torch_at, len("torch"), CODES["project_file"], "torch_npu",
+                               facts["torch"]["message"], facts["torch"]["suggestion"]))
+    records.sort(key=lambda r: (r.line, r.col))
+    return records
+
+
+def _strip_comment(text: str) -> str:
+    cut = re.search(r"(^|\s)#", text)
+    return text[:cut.start()] if cut else text
+
+
+def convert_requirements(data: bytes) -> Conversion:
+    """A requirements file: one requirement or option per line (``-r``/``-c`` includes are files of
+    their own)."""
+    if skips_file(data):
+        return Conversion(None, [])
+    items = []
+    for number, raw in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        text = _strip_comment(raw)
+        if text.strip():
+            items.append((number, 1, text))
+    return Conversion(None, requirement_records(items))
+
+
+def pip_install_items(number: int, line: str) -> list[tuple[int, int, str]]:
+    """The requirement words of a ``pip install`` command line (Dockerfile RUN, shell)."""
+    m = re.search(r"\bpip3?\s+install\b", line)
+    if not m:
+        return []
+    items = []
+    for word in re.finditer(r"\S+", line[m.end():]):
+        text = word.group().strip("\"'")
+        if text in ("&&", ";", "||", "|", "\\"):
+            break
+        if text.startswith("-") and "download.pytorch.org" not in text:
+            continue
+        items.append((number, m.end() + word.start() + 1, text))
+    return items
+
+
+def pip_records(data: bytes) -> list[Record]:
+    """Findings for the ``pip install`` commands of a shell script or Dockerfile (no reminder about
+    torch_npu: a script may install torch and torch_npu in different steps or files)."""
+    if b"pip" not in data:
+        return []
+    items = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not SKIP_LINE.search(line) and not line.lstrip().startswith(b"#"):
+            items += pip_install_items(number, line.decode("utf-8", "replace"))
+    return [r for r in requirement_records(items) if r.api != "torch_npu"]
+
+
+def setup_requirement_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
+    """Findings for the string constants in ``setup(install_requires=[...], extras_require={...})``."""
+    from ..project.pynames import column
+
+    items = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if callee != "setup":
+            continue
+        for kw in node.keywords:
+            if kw.arg in ("install_requires", "extras_require", "setup_requires"):
+                for const in ast.walk(kw.value):
+                    if isinstance(const, ast.Constant) and isinstance(const.value, str) and "\n" not in const.value:
+                        items.append((const.lineno, column(lines, const.lineno, const.col_offset) + 1, const.value))
+    return requirement_records(items)
+
+
+def toml_code(raw: str) -> str:
+    """A TOML/YAML/INI line without its comment (a ``#`` outside quotes)."""
+    quote = ""
+    for i, ch in enumerate(raw):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return raw[:i]
+    return raw
+
+
+def pyproject_items(text: str) -> list[tuple[int, int, str]]:
+    """Requirement strings of pyproject.toml: PEP 621 ``dependencies``/``optional-dependencies``,
+    ``build-system.requires``, and Poetry ``[...dependencies]`` tables (``name = "version"``)."""
+    items = []
+    table = ""
+    array_key = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = toml_code(raw)
+        header = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*$", line)
+        if header:
+            table, array_key = header.group(1), ""
+            continue
+        key = re.match(r"^\s*([A-Za-z0-9_.\"-]+)\s*=", line)
+        if key:
+            array_key = key.group(1).strip('"') if "[" in line[key.end():] else ""
+            if table.endswith("dependencies") and table.startswith("tool.poetry") and not array_key:
+                items.append((number, key.start(1) + 1, key.group(1).strip('"')))
+                continue
+        in_dependencies = array_key in ("dependencies", "requires") or table.endswith("optional-dependencies")
+        if in_dependencies:
+            for m in _QUOTED.finditer(line):
+                items.append((number, m.start(2) + 1, m.group(2)))
+        if "]" in line and array_key:
+            array_key = ""
+    return items
+
+
+def setup_cfg_items(text: str) -> list[tuple[int, int, str]]:
+    """Requirement lines of setup.cfg: ``install_requires =`` and ``[options.extras_require]``."""
+    items = []
+    section = ""
+    collecting = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _strip_comment(raw)
+        header = re.match(r"^\s*\[([^\]]+)\]", line)
+        if header:
+            section, collecting = header.group(1).strip(), False
+            continue
+        key = re.match(r"^([A-Za-z0-9_.-]+)\s*[=:]\s*(.*)$", line)
+        if key:
+            collecting = section == "options.extras_require" or (section == "options" and key.group(1) in
+                                                                    ("install_requires", "setup_requires"))
+            rest = key.group(2)
+            if collecting and rest.strip():
+                items.append((number, len(line) - len(rest) + 1, rest))
+        elif collecting and line.strip():
+            items.append((number, len(line) - len(line.lstrip()) + 1, line.strip()))
+    return items

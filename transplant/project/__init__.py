@@ -1,0 +1,157 @@
+"""Facts gathered once per run, before files are converted, from the project as a whole.
+
+Today: the custom C++/CUDA operators a project builds (kind 4 of issue 11). ``gather`` reads the C,
+C++ and CUDA sources (any encoding: bytes only) and the Python files that mention
+``cpp_extension``, and returns a small, picklable :class:`ProjectFacts`: which extension modules
+and ``torch.ops`` namespaces exist, their operators, and whether they need CUDA. Workers receive
+it with their rules and use it to flag the Python calls that reach those operators
+(:mod:`transplant.project.calls`). Nothing here writes a file or converts code.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from . import cpp_ops
+
+# Python files that declare builds mention this (every import form of torch.utils.cpp_extension)
+BUILD_WORD = b"cpp_extension"
+# words that make a Python file worth the project scan even without project facts: builds and
+# their flags (see builds.py), and setup() dependencies (formats.requirements)
+STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires")
+MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
+_PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
+
+
+@dataclass(frozen=True)
+class OpSource:
+    """An extension module (``name`` dotted) or a ``torch.ops`` namespace that Python can reach."""
+
+    name: str
+    cuda: bool
+    ops: tuple[str, ...]
+    where: str  # "setup.py:12", "csrc/ops.cpp:30"
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    modules: tuple[OpSource, ...] = ()
+    namespaces: tuple[OpSource, ...] = ()
+    file_module: tuple[tuple[str, str], ...] = ()  # C++ file -> the module a build makes of it
+    cuda_files: frozenset[str] = frozenset()  # C++ files compiled into a CUDA build
+    words: tuple[bytes, ...] = STATIC_WORDS
+    _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
+
+    def may_match(self, data: bytes) -> bool:
+        """Can the project scan of a Python file find anything in ``data``? (sound: every finding
+        needs one of ``words`` spelled in the file: an import of the module, the namespace, ...)"""
+        if len(self.words) <= 8:  # a few substring searches beat a regular expression's alternation
+            return any(word in data for word in self.words)
+        pattern = self._word_re
+        if pattern is None:
+            pattern = re.compile(b"|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True)))
+            object.__setattr__(self, "_word_re", pattern)
+        return pattern.search(data) is not None
+
+    def module(self, name: str) -> OpSource | None:
+        return next((m for m in self.modules if m.name == name), None)
+
+    def namespace(self, name: str) -> OpSource | None:
+        return next((n for n in self.namespaces if n.name == name), None)
+
+    def module_of_file(self, path: str) -> str:
+        return dict(self.file_module).get(path, "")
+
+
+NO_FACTS = ProjectFacts()
+
+
+def _matches(rel: str, source: str, base: str) -> bool:
+    """Does the build source ``source`` (written in ``base``'s folder) name the file ``rel``?"""
+    source = source.replace("\\", "/").split("../")[-1]
+    while source.startswith("./"):
+        source = source[2:]
+    if not source:
+        return False
+    for candidate in (f"{base}/{source}" if base else source, source):
+        if fnmatch.fnmatchcase(rel, candidate) or fnmatch.fnmatchcase(rel, "*/" + candidate):
+            return True
+    return False
+
+
+def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
+    """Facts of the files given as (relative path with "/", path to read). Unreadable files are
+    skipped (the conversion reports them)."""
+    from .builds import find_builds
+    from .pynames import bindings, parse
+
+    scans: dict[str, cpp_ops.CppScan] = {}
+    builds: list[tuple[str, object]] = []
+    for rel, path in files:
+        is_py = rel.lower().endswith((".py", ".pyw"))
+        if not is_py and not cpp_ops.is_cpp(rel):
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_SCAN_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) > MAX_SCAN_BYTES:
+            continue
+        if is_py:
+            if BUILD_WORD in data:
+                tree = parse(data)
+                if tree is not None:
+                    builds += [(rel, b) for b in find_builds(tree, bindings(tree))]
+        else:
+            scan = cpp_ops.scan(data)
+            if scan.registrations or scan.kernels:
+                scans[rel] = scan
+    return _facts(scans, builds)
+
+
+def _facts(scans: dict[str, cpp_ops.CppScan], builds: list) -> ProjectFacts:
+    file_module: dict[str, str] = {}
+    cuda_files: set[str] = set()
+    modules: dict[str, dict] = {}
+
+    def module(name: str, where: str) -> dict:
+        return modules.setdefault(name, {"cuda": False, "ops": [], "where": where})
+
+    for rel, build in builds:
+        base = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        name = build.name or build.variable
+        if not name:
+            continue
+        entry = module(name, f"{rel}:{build.line}")
+        entry["cuda"] |= build.cuda
+        entry["ops"] += build.functions
+        for cpp in scans:
+            if any(_matches(cpp, s, base) for s in build.sources):
+                file_module.setdefault(cpp, name)
+                if build.cuda:
+                    cuda_files.add(cpp)
+    namespaces: dict[str, dict] = {}
+    for cpp, scan in scans.items():
+        cuda = cpp in cuda_files or cpp_ops.is_cuda(cpp)
+        for reg in scan.registrations:
+            name = reg.module
+            if _PYBIND_MACRO.match(name) and cpp in file_module:
+                name = file_module[cpp]
+            where = f"{cpp}:{reg.line}"
+            table = modules if reg.macro == "PYBIND11_MODULE" else namespaces
+            entry = table.setdefault(name, {"cuda": False, "ops": [], "where": where})
+            entry["cuda"] |= cuda or reg.key == "CUDA"
+            entry["ops"].append(reg.op)
+    words = set(STATIC_WORDS)
+    words.update(n.rsplit(".", 1)[-1].encode() for n in modules)
+    words.update(n.encode() for n in namespaces)
+
+    def sources(table: dict[str, dict]) -> tuple[OpSource, ...]:
+        return tuple(OpSource(n, e["cuda"], tuple(dict.fromkeys(e["ops"])), e["where"]) for n, e in sorted(table.items()))
+
+    return ProjectFacts(sources(modules), sources(namespaces), tuple(sorted(file_module.items())),
+                        frozenset(cuda_files), tuple(sorted(words)))

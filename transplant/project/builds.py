@@ -1,0 +1,155 @@
+"""C++/CUDA extension builds declared in Python: ``CUDAExtension``/``CppExtension`` in setup.py,
+``torch.utils.cpp_extension.load``/``load_inline``, ``CUDA_HOME`` and ``nvcc`` flags.
+
+``find_builds`` gives the extension modules a project builds (their names, sources and whether
+they need CUDA), for the project facts; ``build_records`` gives the findings (TP205) of one file.
+Works on a CPython ``ast`` tree; never rewrites code.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..records import CODES, Record
+from .pynames import column, qualify
+
+EXT = "torch.utils.cpp_extension"
+BUILDERS = {f"{EXT}.CUDAExtension": "CUDAExtension", f"{EXT}.CppExtension": "CppExtension",
+            f"{EXT}.load": "load", f"{EXT}.load_inline": "load_inline"}
+CUDA_HOME = f"{EXT}.CUDA_HOME"
+CUDA_SOURCE = (".cu", ".cuh")
+NPU_ROUTE = ("build the C++ part with torch_npu.utils.cpp_extension.NpuExtension (torch_npu's C++ extension "
+             "support) and port the CUDA kernels to Ascend C custom operators, or express them with torch / "
+             "torch_npu operators")
+
+
+@dataclass(frozen=True)
+class Build:
+    """One extension module built from project sources."""
+
+    line: int
+    col_offset: int
+    kind: str  # CUDAExtension | CppExtension | load | load_inline
+    name: str  # the module name it builds ("" when not a literal)
+    sources: tuple[str, ...]  # as written (paths, or glob patterns)
+    cuda: bool
+    variable: str = ""  # the name a load()/load_inline() result is assigned to
+    functions: tuple[str, ...] = ()  # load_inline(functions=[...])
+
+
+def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+        return call.args[index]
+    return None
+
+
+def _strings(node: ast.expr | None, lists: dict[str, ast.expr], depth: int = 0) -> list[str]:
+    """The path strings an expression spells: literals, lists of them, os.path.join of literals,
+    glob.glob(pattern), a module-level list variable, and sums of those."""
+    if node is None or depth > 5:
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [s for e in node.elts for s in _strings(e, lists, depth + 1)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _strings(node.left, lists, depth + 1) + _strings(node.right, lists, depth + 1)
+    if isinstance(node, ast.Name) and node.id in lists:
+        return _strings(lists[node.id], lists, depth + 1)
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name == "join":  # os.path.join(base, "csrc", "x.cu"): the literal tail is what identifies the file
+            parts = [s for a in node.args for s in _strings(a, lists, depth + 1)]
+            return ["/".join(parts)] if parts else []
+        if name in ("glob", "iglob") and node.args:
+            return _strings(node.args[0], lists, depth + 1)
+    return []
+
+
+def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
+    out: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            out[stmt.targets[0].id] = stmt.value
+    return out
+
+
+def _truthy(node: ast.expr | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    return not (isinstance(node, (ast.List, ast.Tuple)) and not node.elts)
+
+
+def find_builds(tree: ast.Module, names: dict[str, str]) -> list[Build]:
+    lists = _module_lists(tree)
+    assigned: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned[id(node.value)] = node.targets[0].id
+    builds: list[Build] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        kind = BUILDERS.get(qualify(node.func, names) or "")
+        if kind is None:
+            continue
+        name_node = _argument(node, 0, "name")
+        name = name_node.value if isinstance(name_node, ast.Constant) and isinstance(name_node.value, str) else ""
+        if kind == "load_inline":
+            sources = []  # cpp_sources / cuda_sources are code, not files
+            cuda = _truthy(_argument(node, 2, "cuda_sources"))
+            funcs = _strings(_argument(node, 3, "functions"), lists)
+        else:
+            sources = _strings(_argument(node, 1, "sources"), lists)
+            cuda = kind == "CUDAExtension" or any(s.lower().endswith(CUDA_SOURCE) for s in sources)
+            funcs = []
+        if kind in ("load", "load_inline"):
+            cuda = cuda or _truthy(_argument(node, 99, "with_cuda")) or _argument(node, 99, "extra_cuda_cflags") is not None
+        builds.append(Build(node.lineno, node.col_offset, kind, name, tuple(sources), cuda,
+                            assigned.get(id(node), ""), tuple(f for f in funcs if f.isidentifier())))
+    return builds
+
+
+def _record(lines: list[str], node: ast.AST, api: str, message: str, suggestion: str) -> Record:
+    col = column(lines, node.lineno, node.col_offset)
+    end_line = getattr(node, "end_lineno", None) or node.lineno
+    end_col = column(lines, end_line, getattr(node, "end_col_offset", node.col_offset) or 0)
+    return Record(node.lineno, col, end_line, end_col, CODES["cuda_build"], "warning", "CUDA build",
+                  message, "builtin:cuda_build", api=api, suggestion=suggestion)
+
+
+def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
+    """TP205 findings of one file: CUDA builds, CUDA_HOME uses, nvcc flags."""
+    records: list[Record] = []
+    for build in find_builds(tree, names):
+        if not build.cuda:
+            continue
+        label = f"'{build.name}'" if build.name else "(name not a literal)"
+        shown = ", ".join(build.sources[:4]) + (", ..." if len(build.sources) > 4 else "")
+        what = f"{build.kind} {label} compiles CUDA sources with nvcc" + (f" ({shown})" if shown else "")
+        node = ast.Call(lineno=build.line, col_offset=build.col_offset)
+        records.append(_record(lines, node, f"{EXT}.{build.kind}",
+                               f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime", NPU_ROUTE))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            if qualify(node, names) == CUDA_HOME:
+                records.append(_record(lines, node, CUDA_HOME, "CUDA_HOME is None where CUDA is not installed; "
+                                       "code that needs it stops on an NPU machine",
+                                       "test for torch_npu instead; " + NPU_ROUTE))
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and key.value == "nvcc":
+                    records.append(_record(lines, key, "nvcc", "nvcc compiler flags: CUDA-only build options",
+                                           "drop them for the NPU build; " + NPU_ROUTE))
+        elif isinstance(node, ast.keyword) and node.arg == "extra_cuda_cflags":
+            records.append(_record(lines, node.value, "extra_cuda_cflags", "nvcc compiler flags: CUDA-only build options",
+                                   "drop them for the NPU build; " + NPU_ROUTE))
+    records.sort(key=lambda r: (r.line, r.col))
+    return records
