@@ -2,8 +2,12 @@
 
 Findings carry the line of the original file; the reports also give the line in the converted
 file, for a user fixing the ``_msft`` tree. Computed by the worker that converted the file,
-only for files that have findings and were changed, from a line diff (difflib) of the two byte
-strings.
+only for files that have findings and were changed.
+
+Lines are aligned in order, preferring identical lines, then lines that share their ends (a rewrite
+in place keeps most of a line): exactly, by dynamic programming, where the changed region is small;
+by a line diff (difflib) where it is large. The exact alignment is what keeps a repeated line from
+being matched to the wrong copy of itself.
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
     while (tail < min(len(old_lines), len(new_lines_)) - head
            and old_lines[-1 - tail] == new_lines_[-1 - tail]):
         tail += 1
-    matcher = difflib.SequenceMatcher(None, old_lines[head:len(old_lines) - tail],
-                                      new_lines_[head:len(new_lines_) - tail], autojunk=False)
+    middle_old, middle_new = old_lines[head:len(old_lines) - tail], new_lines_[head:len(new_lines_) - tail]
+    if len(middle_old) * len(middle_new) <= EXACT_CELLS:
+        opcodes = _aligned(middle_old, middle_new)
+    else:
+        opcodes = difflib.SequenceMatcher(None, middle_old, middle_new, autojunk=False).get_opcodes()
     out: dict[int, int] = {}
     blocks = [("equal", 0, head, 0, head)]
-    blocks += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    blocks += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in opcodes]
     blocks.append(("equal", len(old_lines) - tail, len(old_lines), len(new_lines_) - tail, len(new_lines_)))
     k = 0
     for tag, i1, i2, j1, j2 in blocks:
@@ -53,6 +60,44 @@ def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
         out[wanted[k]] = wanted[k] + len(new.splitlines()) - len(old.splitlines())
         k += 1
     return out
+
+
+EXACT_CELLS = 40_000  # changed region (old lines x new lines) aligned exactly
+
+
+def _aligned(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, int, int]]:
+    """Opcodes (as difflib's) of the best in-order alignment of ``old`` with ``new``: an identical
+    pair scores 3, a pair sharing its ends 1; a line paired with nothing (inserted or removed)
+    scores 0."""
+    n, m = len(old), len(new)
+    score = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        row, above, a = score[i], score[i - 1], old[i - 1]
+        for j in range(1, m + 1):
+            b = new[j - 1]
+            pair = above[j - 1] + (3 if a == b else 1 if _similarity(a, b) else 0)
+            row[j] = max(pair, above[j], row[j - 1])
+    pairs: list[tuple[int, int]] = []
+    i, j = n, m
+    while i and j:  # on a tie, a new line is taken as inserted (imports are what a conversion adds)
+        a, b = old[i - 1], new[j - 1]
+        if score[i][j] == score[i][j - 1]:
+            j -= 1
+        elif score[i][j] == score[i - 1][j - 1] + (3 if a == b else 1 if _similarity(a, b) else 0):
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        else:
+            i -= 1
+    pairs.reverse()
+    opcodes: list[tuple[str, int, int, int, int]] = []
+    i = j = 0
+    for pi, pj in [*pairs, (n, m)]:
+        if i < pi or j < pj:  # lines between two pairs: removed, inserted or both
+            opcodes.append(("replace" if i < pi and j < pj else "delete" if i < pi else "insert", i, pi, j, pj))
+        if pi < n:
+            opcodes.append(("equal" if old[pi] == new[pj] else "replace", pi, pi + 1, pj, pj + 1))
+        i, j = pi + 1, pj + 1
+    return opcodes
 
 
 def _similarity(a: bytes, b: bytes) -> int:
