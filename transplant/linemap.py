@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from typing import Iterable
 
 
@@ -66,16 +67,15 @@ EXACT_CELLS = 40_000  # changed region (old lines x new lines) aligned exactly
 
 
 def _aligned(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, int, int]]:
-    """Opcodes (as difflib's) of the best in-order alignment of ``old`` with ``new``: an identical
-    pair scores 3, a pair sharing its ends 1; a line paired with nothing (inserted or removed)
-    scores 0."""
+    """Opcodes (as difflib's) of the best in-order alignment of ``old`` with ``new`` (see _weight);
+    a line paired with nothing (inserted or removed) scores 0."""
     n, m = len(old), len(new)
     score = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(1, n + 1):
         row, above, a = score[i], score[i - 1], old[i - 1]
         for j in range(1, m + 1):
             b = new[j - 1]
-            pair = above[j - 1] + (3 if a == b else 1 if _similarity(a, b) else 0)
+            pair = above[j - 1] + _weight(a, b)
             row[j] = max(pair, above[j], row[j - 1])
     pairs: list[tuple[int, int]] = []
     i, j = n, m
@@ -83,7 +83,7 @@ def _aligned(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, in
         a, b = old[i - 1], new[j - 1]
         if score[i][j] == score[i][j - 1]:
             j -= 1
-        elif score[i][j] == score[i - 1][j - 1] + (3 if a == b else 1 if _similarity(a, b) else 0):
+        elif score[i][j] == score[i - 1][j - 1] + _weight(a, b):
             pairs.append((i - 1, j - 1))
             i, j = i - 1, j - 1
         else:
@@ -98,6 +98,20 @@ def _aligned(old: list[bytes], new: list[bytes]) -> list[tuple[str, int, int, in
             opcodes.append(("equal" if old[pi] == new[pj] else "replace", pi, pi + 1, pj, pj + 1))
         i, j = pi + 1, pj + 1
     return opcodes
+
+
+_ADDED_IMPORT = re.compile(rb"import [\w.]+")  # the form of the lines a conversion adds
+
+
+def _weight(a: bytes, b: bytes) -> int:
+    """How good a pair the old line ``a`` and the new line ``b`` are: identical 6; sharing their
+    ends 2 (a line rewritten in place); any other pair 1 (rewritten beyond recognition), but 0 when
+    ``b`` has the form of an added import: such a line is rather taken as inserted."""
+    if a == b:
+        return 6
+    if _ADDED_IMPORT.fullmatch(b):
+        return 0
+    return 2 if _similarity(a, b) else 1
 
 
 def _similarity(a: bytes, b: bytes) -> int:
