@@ -405,6 +405,41 @@ def test_setup_goes_into_the_main_block_when_it_calls_no_single_function():
     assert "    if npu_rank() == 0:\n        torch.save(npu_unwrap(model), \"m.pt\")\n" in out
 
 
+def test_names_are_bound_by_the_engines_table():
+    """Distributed mode reads imports through the engine's binding table (one table for the whole
+    tool). Where the file binds one name two ways, it resolves it as the engine did when it
+    converted the same file: a plain ``import a.b`` does not rebind a name bound before, and the
+    ``else`` branch of a ``try`` is read before its ``except`` handlers."""
+    from transplant.distributed.analysis import Analysis
+    from transplant.engine import analyse_imports, parse
+    from transplant.rules import RuleSet
+
+    shadowed = textwrap.dedent("""\
+        from mylib import torch
+        import torch.utils.data
+        model = Net()
+        loader = torch.utils.data.DataLoader(ds, shuffle=True)
+        """)
+    branches = textwrap.dedent("""\
+        import torch
+        try:
+            import fastloader
+        except ImportError:
+            from torch.utils.data import DataLoader
+        else:
+            from fastloader import DataLoader
+        model = torch.nn.Linear(2, 2)
+        loader = DataLoader(ds, shuffle=True)
+        """)
+    for src in (shadowed, branches):
+        module = parse(src.encode())
+        assert Analysis(module, "model").imports == analyse_imports(module, RuleSet()).original
+    # torch stays mylib's torch: its "DataLoader" is a look-alike
+    assert "DistributedSampler" not in convert(shadowed)
+    # DataLoader is torch's (the handler's binding), as the engine reads it
+    assert "loader = DataLoader(ds, sampler=sampler)" in convert(branches)
+
+
 # --------------------------------------------------------------------------- errors
 
 
