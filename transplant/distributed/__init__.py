@@ -10,11 +10,16 @@ beside it. In the entry file:
   entry point;
 * every ``torch.utils.data.DataLoader`` built from a dataset gets a DistributedSampler (``shuffle``
   moves into the sampler) and every epoch loop that uses such a loader calls ``set_epoch``;
-* the target model is wrapped in DistributedDataParallel once it is on its device;
+* the target model is wrapped in DistributedDataParallel once it is on its device, in place of any
+  ``DataParallel``;
 * ``torch.save`` of the model saves the unwrapped model on rank 0 only; per-epoch ``print`` calls
-  and hard-coded ``set_device`` calls are limited to rank 0 / to a single process.
+  and hard-coded ``set_device`` calls are limited to rank 0 / to a single process;
+* fixed device indices ("npu:0", ``.npu(0)``, ``.to(0)``) follow the process's NPU.
 
-Everything else keeps its bytes, and converting the result again changes nothing.
+A script that is distributed already (its own process group, ``mp.spawn``, torchrun variables)
+keeps its own set-up: only the ordinary conversion applies. Everything else keeps its bytes, and
+converting the result again changes nothing. ``run_distributed_npu.sh`` starts one machine's
+share of a job on one or several machines.
 
 Where things are (data flows down the list):
 
@@ -22,7 +27,8 @@ Where things are (data flows down the list):
 * ``analysis.py``   what the entry file contains (tree, bindings from the engine, scopes, the model)
 * ``planner.py``    EditPlanner: the state the passes share; convert_distributed / convert_source
 * ``passes/``       one module per rewrite, run in the order of ``passes.PASSES``: samplers,
-                    loaders (data flow), epochs, ddp, rank0 (saves, prints), devices, setup
+                    loaders (data flow), epochs, dataparallel, indices, ddp, rank0 (saves,
+                    prints), devices, setup
 * ``plan.py``       the Plan the passes fill, applying it in one traversal, its records
 * ``templates.py``  the helper functions inserted into the entry file
 * ``launch.py``     the text of run_distributed_npu.sh

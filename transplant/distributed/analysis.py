@@ -24,6 +24,10 @@ NOT_MODEL_SUFFIXES = ("Loader", "Dataset", "Sampler", "Parser", "Optimizer", "Sc
                       "Logger", "Loss", "Generator", "Tensor", "Path", "Compose", "Meter", "Timer", "LR")
 NOT_MODEL_PREFIXES = ("torch.optim", "torch.utils", "argparse", "torch.cuda", "torch_npu", "torch.amp",
                       "torchvision.transforms", "torchvision.datasets", "logging", "pathlib", "collections")
+INIT_PG = "torch.distributed.init_process_group"
+SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+LAUNCH_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK_ID", "RANK_SIZE"})
+LAUNCH_ARGUMENTS = frozenset({"--local_rank", "--local-rank"})  # torch.distributed.launch
 NO_RULES = RuleSet()  # the binding table alone: distributed mode plans no import rewrites
 
 
@@ -327,6 +331,33 @@ class Analysis:
             return False
         qualified, last = built
         return last[:1].isupper() or "model" in last.lower() or ".models." in f".{qualified}"
+
+    # ---- a script that is distributed already
+
+    def already_distributed(self) -> str | None:
+        """Why the script runs distributed by itself (outside the inserted helpers), or None: it
+        joins a process group, spawns its processes, or reads the launcher's variables."""
+        for call in self.calls_to(frozenset({INIT_PG})):
+            if not self.in_helpers(call):
+                return "it calls init_process_group"
+        for call in self.calls_to(SPAWN):
+            if not self.in_helpers(call):
+                return "it starts its processes with torch.multiprocessing"
+        for node in self.nodes:
+            if not isinstance(node, cst.SimpleString) or self.in_helpers(node):
+                continue
+            value = node.evaluated_value if "\\" not in node.value else None
+            if value in LAUNCH_ARGUMENTS and self._within_call_of(node, "add_argument"):
+                return f"it reads {value} from the launcher"
+            if value in LAUNCH_VARIABLES and any(
+                    word in code_of(anc) for anc in list(self.ancestors(node))[:3] for word in ("environ", "getenv")):
+                return f"it reads {value} from the launcher"
+        return None
+
+    def _within_call_of(self, node: cst.CSTNode, method: str) -> bool:
+        parent = self.parent.get(id(node))
+        call = self.parent.get(id(parent)) if isinstance(parent, cst.Arg) else None
+        return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == method
 
     # ---- calls and loops
 

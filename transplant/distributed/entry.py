@@ -20,11 +20,13 @@ from .analysis import Analysis
 from .launch import LAUNCH_SCRIPT, launch_script
 from .planner import convert_distributed
 
+
 def prepare_distributed(config) -> Callable[[Path, Path, RunSummary], None]:
     """Check ``-m``/``-t`` before anything is written; return the post-processing step of the run.
 
     Raises UsageError (one line) for an entry file that is missing, outside the input, not a
-    ``.py`` file or not parseable, and for a target variable that the entry file never assigns.
+    ``.py`` file or not parseable, and for a target variable that the entry file never assigns
+    (unless the script is distributed already: then no model is wrapped).
     """
     rel, source = resolve_entry(config.input, config.distributed_main)
     target = config.distributed_target
@@ -33,7 +35,7 @@ def prepare_distributed(config) -> Callable[[Path, Path, RunSummary], None]:
         analysis = Analysis(module, target)
     except RecursionError:
         raise UsageError(f"distributed: entry file {rel} is nested too deeply to convert") from None
-    if not analysis.target_sites:
+    if not analysis.target_sites and analysis.already_distributed() is None:
         found = analysis.candidates()
         listed = ", ".join(found) if found else "none found"
         raise UsageError(f"distributed: the model variable '{target}' is never assigned in {rel}; "
@@ -88,21 +90,29 @@ def apply_to_result(staging: Path, summary: RunSummary, rel: str, target: str) -
     path = staging / rel
     module = _parse_entry(path.read_bytes(), rel)
     try:
-        new_module, records, warnings = convert_distributed(module, target)
+        outcome = convert_distributed(module, target)
     except RecursionError:
         raise UsageError(f"distributed: entry file {rel} is nested too deeply to convert") from None
-    for message in warnings:
+    for message in outcome.warnings:
         summary.warnings.append(f"{rel}: {message}")
-    if records:
-        path.write_bytes(new_module.bytes)
+    if outcome.already_distributed is not None:
+        summary.notes.append(f"{rel} is already distributed ({outcome.already_distributed}): no process-group "
+                             "set-up or DistributedDataParallel wrap added, only its CUDA-specific code converted")
+        if "multiprocessing" in outcome.already_distributed:
+            summary.notes.append(f"{rel} starts its own processes: run it as before; no {LAUNCH_SCRIPT} written")
+            return
+    if outcome.records:
+        new_bytes = outcome.module.bytes
+        path.write_bytes(new_bytes)
         result = next((r for r in summary.results if r.path == rel), None)
         if result is None:
             result = FileResult(rel, "python")
             summary.results.append(result)
             summary.results.sort(key=lambda r: r.path)
-        result.new = new_module.bytes
+        result.new = new_bytes
         result.skipped = False
-        result.records = sorted([*result.records, *records], key=lambda r: (r.line, r.col, r.code))
+        kept = [r for r in result.records if r.is_change or r.api not in outcome.removed_apis]  # DataParallel
+        result.records = sorted([*kept, *outcome.records], key=lambda r: (r.line, r.col, r.code))
     script = launch_script(rel).encode()
     name = LAUNCH_SCRIPT
     existing = staging / name

@@ -16,17 +16,39 @@ def launch_script(entry: str) -> str:
     command = shlex.quote(entry)
     shown = "".join(c if c.isprintable() else "?" for c in entry)  # for comments only
     return f'''#!/usr/bin/env bash
-# Data-parallel training on the NPUs of this machine: one process of {shown} per NPU.
+# Data-parallel training: one process of {shown} per NPU, on one machine or several.
 # Written by transplant (distributed mode). Run it from anywhere; it works in its own folder:
 #     bash {LAUNCH_SCRIPT} [arguments of {shown}]
-# Environment: NPUS (NPU ids, default 0,1,2,3,4,5,6,7), MASTER_ADDR (default 127.0.0.1),
-# MASTER_PORT (default 29500), LOG_DIR (default logs: one log file per process, rank_<rank>.log).
+# Several machines: run it once on every machine, with the same NNODES, MASTER_ADDR (an address of
+# the machine with NODE_RANK=0 that the others can reach) and MASTER_PORT, and NODE_RANK=0..NNODES-1:
+#     NNODES=2 NODE_RANK=0 MASTER_ADDR=10.0.0.1 bash {LAUNCH_SCRIPT}    # on the first machine
+#     NNODES=2 NODE_RANK=1 MASTER_ADDR=10.0.0.1 bash {LAUNCH_SCRIPT}    # on the second machine
+# Every machine runs as many processes as NPUS lists (the same number on every machine).
+# Environment: NPUS (NPU ids of this machine, default 0,1,2,3,4,5,6,7), NNODES (machines, default 1),
+# NODE_RANK (this machine, default 0), MASTER_ADDR (default 127.0.0.1 on one machine; required on
+# several), MASTER_PORT (default 29500), LOG_DIR (default logs: one log file per process,
+# rank_<global rank>.log), PYTHON (the interpreter, default python3).
 set -euo pipefail
 
 cd "$(dirname "${{BASH_SOURCE[0]}}")"
 
+PYTHON="${{PYTHON:-python3}}"
 NPUS="${{NPUS:-0,1,2,3,4,5,6,7}}"
+NNODES="${{NNODES:-1}}"
+NODE_RANK="${{NODE_RANK:-0}}"
 LOG_DIR="${{LOG_DIR:-logs}}"
+case "$NNODES$NODE_RANK" in
+    *[!0-9]*) echo "{LAUNCH_SCRIPT}: NNODES and NODE_RANK must be numbers, not '$NNODES' and '$NODE_RANK'" >&2
+              exit 2 ;;
+esac
+if [ "$NNODES" -lt 1 ] || [ "$NODE_RANK" -ge "$NNODES" ]; then
+    echo "{LAUNCH_SCRIPT}: NODE_RANK must be between 0 and NNODES-1 (NNODES=$NNODES, NODE_RANK=$NODE_RANK)" >&2
+    exit 2
+fi
+if [ "$NNODES" -gt 1 ] && [ -z "${{MASTER_ADDR:-}}" ]; then
+    echo "{LAUNCH_SCRIPT}: MASTER_ADDR must name the machine with NODE_RANK=0 when NNODES > 1" >&2
+    exit 2
+fi
 export MASTER_ADDR="${{MASTER_ADDR:-127.0.0.1}}"
 export MASTER_PORT="${{MASTER_PORT:-29500}}"
 export HCCL_WHITELIST_DISABLE=1
@@ -44,26 +66,31 @@ for device in "${{devices[@]}}"; do
 done
 mkdir -p "$LOG_DIR"
 
-export RANK_SIZE="${{#devices[@]}}"
+# ranks are global: this machine's processes are NODE_RANK * (processes per machine) + 0, 1, ...
+export LOCAL_WORLD_SIZE="${{#devices[@]}}"
+export RANK_SIZE="$((NNODES * LOCAL_WORLD_SIZE))"
 export WORLD_SIZE="$RANK_SIZE"
-export LOCAL_WORLD_SIZE="$RANK_SIZE"
+export NNODES NODE_RANK
+first_rank="$((NODE_RANK * LOCAL_WORLD_SIZE))"
 
 pids=()
+ranks=()
 trap 'kill "${{pids[@]}}" 2>/dev/null || true; exit 130' INT TERM
-for rank in "${{!devices[@]}}"; do
-    DEVICE_ID="${{devices[$rank]}}" RANK_ID="$rank" RANK="$rank" LOCAL_RANK="$rank" \\
-        python3 {command} "$@" > "$LOG_DIR/rank_$rank.log" 2>&1 &
+for local_rank in "${{!devices[@]}}"; do
+    rank="$((first_rank + local_rank))"
+    DEVICE_ID="${{devices[$local_rank]}}" RANK_ID="$rank" RANK="$rank" LOCAL_RANK="$local_rank" \\
+        "$PYTHON" {command} "$@" > "$LOG_DIR/rank_$rank.log" 2>&1 &
     pids+=("$!")
-    echo "rank $rank on NPU ${{devices[$rank]}}: log $LOG_DIR/rank_$rank.log"
+    ranks+=("$rank")
+    echo "rank $rank on NPU ${{devices[$local_rank]}}: log $LOG_DIR/rank_$rank.log"
 done
 
 status=0
-for rank in "${{!pids[@]}}"; do
-    if ! wait "${{pids[$rank]}}"; then
-        echo "rank $rank failed; see $LOG_DIR/rank_$rank.log" >&2
+for i in "${{!pids[@]}}"; do
+    if ! wait "${{pids[$i]}}"; then
+        echo "rank ${{ranks[$i]}} failed; see $LOG_DIR/rank_${{ranks[$i]}}.log" >&2
         status=1
     fi
 done
 exit "$status"
 '''
-

@@ -1,7 +1,7 @@
 """The plan of one entry file's distributed edits, and applying it.
 
 Passes never edit the tree: they add to a :class:`Plan` (replacements and statement insertions
-keyed by the id of nodes of the original tree, records with anchor keys). :class:`PlanApplier`
+keyed by the id of nodes of the original tree, statements to remove, records with anchor keys). :class:`PlanApplier`
 applies every edit in one traversal; replacement functions put the nodes of the new tree that
 records point at into ``Plan.anchors`` as they run, and :func:`plan_records` turns the records into
 engine :class:`~transplant.records.Record` objects with result-file positions.
@@ -34,6 +34,7 @@ class Plan:
     # (code, message, key of the first anchor, key of the last anchor)
     records: list[tuple[str, str, str, str]] = field(default_factory=list)
     anchors: dict[str, cst.CSTNode] = field(default_factory=dict)
+    remove: dict[int, str] = field(default_factory=dict)  # statements to drop -> key of the record anchor
     warnings: list[str] = field(default_factory=list)
     findings: list[tuple[str, str, str]] = field(default_factory=list)  # (code, message, anchor key)
 
@@ -112,15 +113,35 @@ class PlanApplier(cst.CSTTransformer):
     def _block(self, original: cst.IndentedBlock | cst.Module, updated: cst.IndentedBlock | cst.Module):
         plan = self.plan
         body: list[cst.BaseStatement] = []
+        carried: tuple[tuple[cst.EmptyLine, ...], str] | None = None  # a removed statement's lines, anchor key
+
+        def emit(stmt: cst.BaseStatement) -> None:
+            nonlocal carried
+            if carried is not None:  # the comments above a removed statement stay, over what follows it
+                lines, key = carried
+                stmt = stmt.with_changes(leading_lines=[*lines, *stmt.leading_lines])
+                plan.anchors[key] = anchor_of(stmt)
+                carried = None
+            body.append(stmt)
+
         for orig, new in zip(original.body, updated.body):
             inserted = plan.before.get(id(orig))
             if inserted:
                 inserted = list(inserted)
                 inserted[0] = inserted[0].with_changes(leading_lines=new.leading_lines)
                 new = new.with_changes(leading_lines=())
-                body.extend(inserted)
-            body.append(new)
-            body.extend(plan.after.get(id(orig), ()))
+                for stmt in inserted:
+                    emit(stmt)
+            if id(orig) in plan.remove:
+                carried = (tuple(new.leading_lines), plan.remove[id(orig)])
+            else:
+                emit(new)
+            for stmt in plan.after.get(id(orig), ()):
+                emit(stmt)
+        if carried is not None and (not body or any(line.comment for line in carried[0])):
+            emit(cst.SimpleStatementLine([cst.Pass()]))  # the block keeps a statement, the comments a place
+        elif carried is not None:
+            plan.anchors[carried[1]] = anchor_of(body[-1])
         if isinstance(original, cst.Module):
             body.extend(plan.after.get(id(original), ()))
         prepend = plan.prepend.get(id(original))

@@ -9,7 +9,7 @@ and records; it never touches files (``entry.py`` does).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -36,6 +36,9 @@ class EditPlanner:
         self.loader_calls: dict[int, LoaderInfo] = {}  # id of a DataLoader call -> its loader
         self.edit_sites: list[cst.CSTNode] = []  # statements whose edits need the process group
         self.epoch_loops: list[cst.For] = []  # epoch loops over sharded loaders (the epochs pass)
+        self.removed_apis: set[str] = set()  # APIs whose every use the passes removed (DataParallel)
+        self.rewritten_devices: set[int] = set()  # ids of fixed device indices that now follow the process
+        self.needs_index_helper = False  # a rewritten index calls npu_index
         self.taken_names = {n.value for n in self.a.nodes if isinstance(n, cst.Name)}
         self.taken_attrs: dict[int, set[str]] = {}
         self._n = 0
@@ -90,16 +93,31 @@ class EditPlanner:
         return k
 
 
-def convert_distributed(module: cst.Module, target: str) -> tuple[cst.Module, list[Record], list[str]]:
-    """Plan and apply the distributed edits of one entry module; records carry result-file lines."""
-    plan = EditPlanner(module, target).run()
+@dataclass
+class Outcome:
+    """What distributed mode did to one entry module."""
+
+    module: cst.Module  # the new module (the same object when nothing changed)
+    records: list[Record]  # with result-file lines
+    warnings: list[str]
+    removed_apis: set[str] = field(default_factory=set)  # their engine findings no longer apply
+    already_distributed: str | None = None  # why the script was left to its own set-up
+
+
+def convert_distributed(module: cst.Module, target: str) -> Outcome:
+    """Plan and apply the distributed edits of one entry module. A script that is distributed
+    already keeps its own set-up: nothing is planned for it."""
+    planner = EditPlanner(module, target)
+    reason = planner.a.already_distributed()
+    if reason is not None:
+        return Outcome(module, [], [], already_distributed=reason)
+    plan = planner.run()
     if not plan.records:
-        return module, [], plan.warnings
+        return Outcome(module, [], plan.warnings)
     new_module = module.visit(PlanApplier(plan))
-    return new_module, plan_records(plan, new_module), plan.warnings
+    return Outcome(new_module, plan_records(plan, new_module), plan.warnings, planner.removed_apis)
 
 
 def convert_source(source: bytes, target: str = "model") -> bytes:
     """The distributed form of one (already NPU-converted) entry source; for tests and tools."""
-    new_module, _records, _warnings = convert_distributed(parse(source), target)
-    return new_module.bytes
+    return convert_distributed(parse(source), target).module.bytes

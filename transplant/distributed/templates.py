@@ -1,11 +1,14 @@
 """The code distributed mode adds to the entry file: the process-group set-up and rank helpers.
 
-``HELPERS`` is inserted after the imports once; its function names are how a second conversion
-recognises it (``HELPER_NAMES``). Plain text, no planning.
+``HELPERS`` is inserted after the imports once, ``INDEX_HELPER`` after it when a fixed device index
+was rewritten; their function names are how a second conversion recognises them (``HELPER_NAMES``).
+Plain text, no planning.
 """
 
 SETUP_FUNCTION = "init_distributed_npu"
-HELPER_NAMES = ("_npu_launch_env", SETUP_FUNCTION, "_npu_leave_group", "npu_rank", "npu_world_size", "npu_unwrap")
+INDEX_FUNCTION = "npu_index"
+HELPER_NAMES = ("_npu_launch_env", SETUP_FUNCTION, "_npu_leave_group", "npu_rank", "npu_world_size", "npu_unwrap",
+                INDEX_FUNCTION)
 HELPERS = '''\
 def _npu_launch_env():
     """Rank, world size and NPU of this process as given by run_distributed_npu.sh (RANK_ID,
@@ -56,3 +59,9 @@ def npu_unwrap(model):
     return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
 '''
 
+# added after HELPERS when the entry file has a fixed device index (passes/indices.py)
+INDEX_HELPER = '''\
+def npu_index(index):
+    """The NPU of this process when distributed (the one init_distributed_npu selected), else ``index``."""
+    return torch_npu.npu.current_device() if torch.distributed.is_initialized() else index
+'''

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from . import ddp, devices, epochs, loaders, rank0, samplers, setup
+from . import dataparallel, ddp, devices, epochs, indices, loaders, rank0, samplers, setup
 
 
 class Pass(NamedTuple):
@@ -22,13 +22,17 @@ PASSES: tuple[Pass, ...] = (
     Pass("samplers", samplers.run, ()),  # DistributedSampler for each DataLoader
     Pass("loaders", loaders.run, ("samplers",)),  # which variables and parameters hold those loaders
     Pass("epochs", epochs.run, ("loaders",)),  # set_epoch in the epoch loops that use them
-    Pass("ddp", ddp.run, ()),  # DistributedDataParallel wrap; load_state_dict into the inner model
+    Pass("dataparallel", dataparallel.run, ()),  # DataParallel gives way to DistributedDataParallel
+    Pass("indices", indices.run, ()),  # fixed device indices follow this process's NPU
+    # the wrap may move the model's expression out of a `return`: the edits planned inside it go along
+    Pass("ddp", ddp.run, ("dataparallel", "indices")),  # DistributedDataParallel wrap; load_state_dict
     Pass("saves", rank0.saves, ()),  # torch.save of the unwrapped model, on rank 0 only
     Pass("prints", rank0.prints, ("epochs",)),  # epoch prints on rank 0 only
     Pass("set_device", devices.set_devices, ()),  # fixed set_device for a single process only
-    Pass("fixed_devices", devices.fixed_devices, ()),  # fixed device indices reported
+    Pass("fixed_devices", devices.fixed_devices, ("indices",)),  # fixed device strings left: reported
     # the set-up goes before the first edit that needs the process group: it runs last
-    Pass("setup", setup.run, ("samplers", "epochs", "ddp", "saves", "prints", "set_device")),
+    Pass("setup", setup.run, ("samplers", "epochs", "dataparallel", "indices", "ddp", "saves", "prints",
+                              "set_device")),
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import MOVES
-from ..plan import anchor_of, parse_stmt
+from ..plan import PlanApplier, anchor_of, parse_stmt
 
 DDP_NAMES = frozenset({"torch.nn.parallel.DistributedDataParallel",
                        "torch.nn.parallel.distributed.DistributedDataParallel"})
@@ -38,7 +38,11 @@ def run(p) -> None:
     ret = _return_of(stmt)
     if ret is not None and not a.is_target(ret.value):
         # `return model.to(device)`: assign, wrap, then return the wrapped model
-        assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.parse_expression(t))], ret.value)])
+        # the edits planned inside the returned expression are made on the copy that moves
+        value = ret.value.visit(PlanApplier(p.plan))
+        for node in [ret.value, *a.subtree(ret.value)]:
+            p.plan.replace.pop(id(node), None)
+        assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.parse_expression(t))], value)])
         p.plan.before.setdefault(id(stmt), []).extend([assign, wrap])
         p.plan.replace[id(ret)] = lambda updated: updated.with_changes(value=cst.parse_expression(t))
     elif ret is not None:

@@ -30,10 +30,11 @@ def set_devices(p) -> None:
 
 
 def fixed_devices(p) -> None:
-    """Report device strings with a fixed index ("npu:0"): every process would use that NPU."""
+    """Report the device strings with a fixed index ("npu:0") that the indices pass left (compared,
+    not used as a device): every process would use that NPU."""
     a = p.a
     for node in a.nodes:
-        if isinstance(node, cst.SimpleString) and not a.in_helpers(node):
+        if isinstance(node, cst.SimpleString) and not a.in_helpers(node) and id(node) not in p.rewritten_devices:
             try:
                 value = node.evaluated_value
             except Exception:  # malformed escapes

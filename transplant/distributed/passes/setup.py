@@ -1,7 +1,6 @@
 """Set-up pass: the imports the helpers need, the helper functions after the imports (once), and
 one call of the set-up at the start of the entry point, or before the first module-level statement
-whose edits need the process group. A script that initialises its own process group is not set
-up twice. Runs last: it only acts when an earlier pass planned a change.
+whose edits need the process group. Runs last: it only acts when an earlier pass planned a change.
 """
 
 from __future__ import annotations
@@ -10,9 +9,7 @@ import libcst as cst
 
 from ...engine import import_module_name, is_docstring_stmt, is_future_import
 from ..plan import anchor_of, chain, parse_stmt
-from ..templates import HELPERS, SETUP_FUNCTION
-
-INIT_PG = "torch.distributed.init_process_group"
+from ..templates import HELPER_NAMES, HELPERS, INDEX_FUNCTION, INDEX_HELPER, SETUP_FUNCTION
 
 
 def run(p) -> None:
@@ -51,8 +48,9 @@ def run(p) -> None:
         k = p.key()
         plan.anchors[k] = anchor_of(stmt)
         plan.record("setup", f"add import {m} (used by the distributed set-up)", k)
+    add_index = p.needs_index_helper and INDEX_FUNCTION not in a.functions
     if not has_helpers:
-        helpers = list(cst.parse_module(HELPERS).body)
+        helpers = list(cst.parse_module(HELPERS + ("\n\n" + INDEX_HELPER if add_index else "")).body)
         blank = [cst.EmptyLine(), cst.EmptyLine()]
         helpers[0] = helpers[0].with_changes(leading_lines=blank)
         if header_end < len(module_body):
@@ -67,14 +65,18 @@ def run(p) -> None:
         plan.anchors[k2] = last.body.body[-1].body[0] if isinstance(last.body, cst.IndentedBlock) else last.name
         plan.record("setup", "add the process-group set-up (hccl, rank and world size from RANK_ID/RANK_SIZE/"
                     "DEVICE_ID or RANK/WORLD_SIZE/LOCAL_RANK) and rank helpers", k1, k2)
+    elif add_index:  # converted before: its helpers lack npu_index
+        last = max((f for f in a.functions.values() if f.name.value in HELPER_NAMES and f in module_body),
+                   key=module_body.index, default=None)
+        helper = cst.parse_module(INDEX_HELPER).body[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        if last is not None:
+            plan.after.setdefault(id(last), []).append(helper)
+            k = p.key()
+            plan.anchors[k] = anchor_of(helper)
+            plan.record("setup", f"add {INDEX_FUNCTION}() beside the set-up helpers", k)
     already_called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == SETUP_FUNCTION
                          for n in a.nodes if not a.in_helpers(n))
-    own_init = [c for c in a.calls_to(frozenset({INIT_PG})) if not a.in_helpers(c)]
     if already_called:
-        return
-    if own_init:
-        plan.warnings.append("the script initialises its own process group; "
-                             f"{SETUP_FUNCTION}() is not called")
         return
     call = parse_stmt(f"{SETUP_FUNCTION}()\n")
     k = p.key()
