@@ -337,6 +337,16 @@ def test_setup_from_the_launch_script_variables():
     assert dist.calls[1:] == ["barrier", "destroy"]
 
 
+def test_index_helper_gives_the_launchers_npu_before_the_setup_runs():
+    from transplant.distributed.templates import INDEX_HELPER
+
+    for env, expected in (({}, 2), ({"RANK_ID": "1", "RANK_SIZE": "4", "DEVICE_ID": "5"}, 5),
+                          ({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}, 1)):
+        namespace = {"os": types.SimpleNamespace(environ=env)}
+        exec(compile(HELPERS + INDEX_HELPER, "helpers", "exec"), namespace)
+        assert namespace["npu_index"](2) == expected, env
+
+
 def test_setup_from_torchrun_variables():
     _ns, dist, devices, environ = helpers_with({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3",
                                                 "MASTER_ADDR": "10.0.0.2", "MASTER_PORT": "1234"})

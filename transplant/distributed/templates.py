@@ -62,6 +62,8 @@ def npu_unwrap(model):
 # added after HELPERS when the entry file has a fixed device index (passes/indices.py)
 INDEX_HELPER = '''\
 def npu_index(index):
-    """The NPU of this process when distributed (the one init_distributed_npu selected), else ``index``."""
-    return torch_npu.npu.current_device() if torch.distributed.is_initialized() else index
+    """The NPU of this process when distributed (the one init_distributed_npu selects; known before it
+    runs, so that module-level devices follow it too), else ``index``."""
+    launch = _npu_launch_env()
+    return index if launch is None else launch[2]
 '''
