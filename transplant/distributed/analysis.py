@@ -1,6 +1,6 @@
 """What the entry file contains, read once before any edit is planned: the tree with parents and
 spans, the names its imports bind (the engine's own binding table), scopes and local names, the
-target model's assignments, model-like candidates for the ``-t`` error, the functions a call
+target model's assignments, the functions a call
 reaches, epoch loops and the entry point.
 
 It plans nothing and changes nothing; the passes (``passes/``) ask it questions.
@@ -17,13 +17,6 @@ from ..rules import RuleSet
 from .templates import HELPER_NAMES
 
 MOVES = frozenset({"npu", "cuda", "to"})
-# methods only modules have (optimizers, schedulers and scalers have state_dict and zero_grad too)
-MODULE_ONLY_METHODS = frozenset({"parameters", "named_parameters", "train", "eval", "modules", "children",
-                                 "named_modules", "buffers", "named_buffers"})
-NOT_MODEL_SUFFIXES = ("Loader", "Dataset", "Sampler", "Parser", "Optimizer", "Scheduler", "Scaler", "Writer",
-                      "Logger", "Loss", "Generator", "Tensor", "Path", "Compose", "Meter", "Timer", "LR")
-NOT_MODEL_PREFIXES = ("torch.optim", "torch.utils", "argparse", "torch.cuda", "torch_npu", "torch.amp",
-                      "torchvision.transforms", "torchvision.datasets", "logging", "pathlib", "collections")
 INIT_PG = "torch.distributed.init_process_group"
 SPAWN = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
 LAUNCH_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK_ID", "RANK_SIZE"})
@@ -280,57 +273,6 @@ class Analysis:
             elif isinstance(parent, cst.Assign) and parent.value is node:
                 found.extend(p for t in parent.targets if (p := dotted_parts(t.target)))
         return found
-
-    def candidates(self) -> list[str]:
-        """Variables that look like they hold a model: assigned from a model-like constructor, moved
-        to a device outside loops, or used like a module (``.parameters()``, ``.state_dict()``...)."""
-        assigned: dict[str, int] = {}
-        found: dict[str, int] = {}
-        not_models: set[str] = set()  # assigned from an optimizer, a loader, a scaler...
-        for i, node in enumerate(self.nodes):
-            if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for t in targets:
-                    name = dotted(t)
-                    if name is None:
-                        continue
-                    assigned.setdefault(name, i)
-                    if self._model_like(node.value) and not self.in_loop(node):
-                        found.setdefault(name, i)
-                    elif self._not_model(node.value):
-                        not_models.add(name)
-        for i, node in enumerate(self.nodes):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                name = dotted(node.func.value)
-                method = node.func.attr.value
-                if name is None or name not in assigned or name in not_models:
-                    continue
-                if method in MODULE_ONLY_METHODS or (method in MOVES and not self.in_loop(node)):
-                    found.setdefault(name, assigned[name])
-        return [name for name, _ in sorted(found.items(), key=lambda kv: kv[1])][:8]
-
-    def _constructor(self, value: cst.BaseExpression) -> tuple[str, str] | None:
-        """(qualified name, last name) of the call that builds ``value``, past device moves."""
-        while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-               and value.func.attr.value in MOVES):
-            value = value.func.value
-        if not isinstance(value, cst.Call):
-            return None
-        parts = dotted_parts(value.func)
-        if not parts:
-            return None
-        return self.qual(value.func) or ".".join(parts), parts[-1]
-
-    def _not_model(self, value: cst.BaseExpression) -> bool:
-        built = self._constructor(value)
-        return built is not None and (built[0].startswith(NOT_MODEL_PREFIXES) or built[1].endswith(NOT_MODEL_SUFFIXES))
-
-    def _model_like(self, value: cst.BaseExpression) -> bool:
-        built = self._constructor(value)
-        if built is None or self._not_model(value) or built[1] == "DataParallel":
-            return False
-        qualified, last = built
-        return last[:1].isupper() or "model" in last.lower() or ".models." in f".{qualified}"
 
     # ---- a script that is distributed already
 

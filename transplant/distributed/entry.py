@@ -17,6 +17,7 @@ from ..engine import SourceError, parse
 from ..filetypes import FileResult
 from ..runner import RunSummary, UsageError, report_name
 from .analysis import Analysis
+from .candidates import candidates
 from .launch import LAUNCH_SCRIPT, launch_script
 from .planner import convert_distributed
 
@@ -36,7 +37,7 @@ def prepare_distributed(config) -> Callable[[Path, Path, RunSummary], None]:
     except RecursionError:
         raise UsageError(f"distributed: entry file {rel} is nested too deeply to convert") from None
     if not analysis.target_sites and analysis.already_distributed() is None:
-        found = analysis.candidates()
+        found = candidates(analysis)
         listed = ", ".join(found) if found else "none found"
         raise UsageError(f"distributed: the model variable '{target}' is never assigned in {rel}; "
                          f"candidate model variables: {listed} (choose one with -t)")
