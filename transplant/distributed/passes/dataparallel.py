@@ -40,7 +40,8 @@ def run(p) -> None:
         k = p.key()
         if line is not None:
             p.plan.remove[id(line)] = k
-            p.plan.record("ddp", f"remove {short(line.body[0])}: DistributedDataParallel takes the place of DataParallel", k)
+            p.plan.record("ddp", f"remove {short(line.body[0])}: DistributedDataParallel takes the place of "
+                                 "DataParallel", k)
             continue
         index = list(call.args).index(wrapped)
         plan = p.plan
