@@ -29,7 +29,10 @@ CASES = {
     "trainer": ("input/proj", "train.py", "model", "train.py"),  # self.model found for -t model
     "script": ("input/proj", "run.py", "net", "run.py"),
     "branches": ("input/proj", "main.py", "model", "main.py"),
+    "dataparallel": ("input/proj", "train.py", "model", "train.py"),  # DataParallel, fixed device indices
+    "already": ("input/proj", "train.py", "model", "train.py"),  # its own init_process_group, DDP, torchrun
 }
+ALREADY = {"already"}  # distributed already: only the CUDA-specific conversion
 
 
 def run_cli(args: list[str]) -> int:
@@ -80,7 +83,7 @@ def test_result_compiles_and_keeps_other_files(case, results, tmp_path):
             assert (result / rel).read_bytes() == path.read_bytes(), rel
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(set(CASES) - ALREADY))
 def test_change_list_has_distributed_rows(case, results):
     result = results[case]
     entry = CASES[case][3]
@@ -112,7 +115,9 @@ def test_multi_file_project_changes_only_the_entry_file(results):
     # the model from build_model() is wrapped once, in main(), after it was moved
     assert text.count("DistributedDataParallel(model") == 1
     log = next(p for p in result.iterdir() if p.name.endswith("msFmkTranspltlog.txt")).read_text()
-    assert "TP306 fixed device 'npu:0'" in log
+    # the fixed device follows the process's NPU (and stays NPU 0 for a single process)
+    assert "TP306 fixed device 'npu:0' follows this process's NPU" in log
+    assert 'torch.device(f"npu:{npu_index(0)}" if torch_npu.npu.is_available() else "cpu")' in text
 
 
 # --------------------------------------------------------------------------- idempotence
@@ -167,7 +172,8 @@ def fake_python(bin_dir: Path, fail_rank: str | None = None) -> None:
     (bin_dir / "python3").write_text(textwrap.dedent(f"""\
         #!/usr/bin/env bash
         echo "args=$* cwd=$PWD"
-        for v in DEVICE_ID RANK_ID RANK_SIZE RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT HCCL_WHITELIST_DISABLE; do
+        for v in DEVICE_ID RANK_ID RANK_SIZE RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT \\
+                 HCCL_WHITELIST_DISABLE; do
             echo "$v=${{!v}}"
         done
         {fail}
@@ -217,6 +223,50 @@ def test_launch_script_rejects_bad_npu_list(tmp_path):
     fake_python(tmp_path / "bin")
     proc = run_launcher(root, tmp_path / "bin", NPUS="0,x")
     assert proc.returncode == 2 and "NPUS" in proc.stderr
+    assert not (root / "logs").exists()
+
+
+def test_launch_script_starts_its_share_of_a_multi_machine_job(tmp_path):
+    root = tmp_path / "result"
+    root.mkdir()
+    (root / LAUNCH_SCRIPT).write_text(launch_script("train.py"))
+    fake_python(tmp_path / "bin")
+    proc = run_launcher(root, tmp_path / "bin", NNODES="2", NODE_RANK="1", NPUS="4,6", MASTER_ADDR="10.0.0.1")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (root / "logs").iterdir()) == ["rank_2.log", "rank_3.log"]
+    for local, (rank, device) in enumerate(((2, 4), (3, 6))):
+        lines = (root / "logs" / f"rank_{rank}.log").read_text().splitlines()
+        for line in (f"DEVICE_ID={device}", f"RANK_ID={rank}", f"RANK={rank}", f"LOCAL_RANK={local}", "RANK_SIZE=4",
+                     "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"):
+            assert line in lines, (rank, line)
+
+
+def test_launch_script_runs_the_interpreter_named_by_PYTHON(tmp_path):
+    root = tmp_path / "result"
+    root.mkdir()
+    (root / LAUNCH_SCRIPT).write_text(launch_script("train.py"))
+    fake_python(tmp_path / "bin")
+    (tmp_path / "bin" / "python3").rename(tmp_path / "bin" / "mypython")
+    proc = run_launcher(root, tmp_path / "bin", NPUS="0", PYTHON=str(tmp_path / "bin" / "mypython"))
+    assert proc.returncode == 0, proc.stderr
+    assert "RANK_SIZE=1" in (root / "logs" / "rank_0.log").read_text()
+
+
+@pytest.mark.parametrize("env, complaint", [
+    ({"NNODES": "2", "NODE_RANK": "2", "MASTER_ADDR": "10.0.0.1"}, "NODE_RANK must be between 0 and NNODES-1"),
+    ({"NNODES": "0"}, "NODE_RANK must be between"),
+    ({"NNODES": "two"}, "must be numbers"),
+    ({"NNODES": "2", "NODE_RANK": "1"}, "MASTER_ADDR must name the machine with NODE_RANK=0"),
+])
+def test_launch_script_rejects_bad_machine_settings(tmp_path, env, complaint):
+    root = tmp_path / "result"
+    root.mkdir()
+    (root / LAUNCH_SCRIPT).write_text(launch_script("train.py"))
+    fake_python(tmp_path / "bin")
+    os_env = {k: v for k, v in os.environ.items() if k != "MASTER_ADDR"}
+    proc = subprocess.run(["bash", str(root / LAUNCH_SCRIPT)], capture_output=True, text=True, timeout=30,
+                          env={**os_env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env})
+    assert proc.returncode == 2 and complaint in proc.stderr, proc.stderr
     assert not (root / "logs").exists()
 
 
@@ -285,6 +335,16 @@ def test_setup_from_the_launch_script_variables():
     leave()
     leave()
     assert dist.calls[1:] == ["barrier", "destroy"]
+
+
+def test_index_helper_gives_the_launchers_npu_before_the_setup_runs():
+    from transplant.distributed.templates import INDEX_HELPER
+
+    for env, expected in (({}, 2), ({"RANK_ID": "1", "RANK_SIZE": "4", "DEVICE_ID": "5"}, 5),
+                          ({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}, 1)):
+        namespace = {"os": types.SimpleNamespace(environ=env)}
+        exec(compile(HELPERS + INDEX_HELPER, "helpers", "exec"), namespace)
+        assert namespace["npu_index"](2) == expected, env
 
 
 def test_setup_from_torchrun_variables():
@@ -405,6 +465,41 @@ def test_setup_goes_into_the_main_block_when_it_calls_no_single_function():
     assert "    if npu_rank() == 0:\n        torch.save(npu_unwrap(model), \"m.pt\")\n" in out
 
 
+def test_names_are_bound_by_the_engines_table():
+    """Distributed mode reads imports through the engine's binding table (one table for the whole
+    tool). Where the file binds one name two ways, it resolves it as the engine did when it
+    converted the same file: a plain ``import a.b`` does not rebind a name bound before, and the
+    ``else`` branch of a ``try`` is read before its ``except`` handlers."""
+    from transplant.distributed.analysis import Analysis
+    from transplant.engine import analyse_imports, parse
+    from transplant.rules import RuleSet
+
+    shadowed = textwrap.dedent("""\
+        from mylib import torch
+        import torch.utils.data
+        model = Net()
+        loader = torch.utils.data.DataLoader(ds, shuffle=True)
+        """)
+    branches = textwrap.dedent("""\
+        import torch
+        try:
+            import fastloader
+        except ImportError:
+            from torch.utils.data import DataLoader
+        else:
+            from fastloader import DataLoader
+        model = torch.nn.Linear(2, 2)
+        loader = DataLoader(ds, shuffle=True)
+        """)
+    for src in (shadowed, branches):
+        module = parse(src.encode())
+        assert Analysis(module, "model").imports == analyse_imports(module, RuleSet()).original
+    # torch stays mylib's torch: its "DataLoader" is a look-alike
+    assert "DistributedSampler" not in convert(shadowed)
+    # DataLoader is torch's (the handler's binding), as the engine reads it
+    assert "loader = DataLoader(ds, sampler=sampler)" in convert(branches)
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -518,7 +613,7 @@ def test_project_launch_script_of_its_own_is_kept(project, tmp_path):
     assert run_cli(["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"]) == 0
     result = out / "proj_msft_multi"
     assert (result / LAUNCH_SCRIPT).read_text() == "echo mine\n"
-    assert "python3 train.py" in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
+    assert "\"$PYTHON\" train.py" in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
 
 
 def test_prepare_rejects_entry_through_a_symlink(project, tmp_path):
@@ -544,6 +639,7 @@ def _free_port() -> int:
 # case -> (arguments for the training script, the file rank 0 saves, whether rank 0 prints per epoch)
 TRAINING = {"single": (["--epochs", "2"], "net.pt", True), "trainer": ([], "regressor.pt", True),
             "branches": (["--epochs", "2", "--wide"], "model.pt", False),
+            "dataparallel": (["--epochs", "2"], "model.pt", True),
             "example": (["--epochs", "1"], "model.pt", True)}  # README's example project, with amp
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mnist_cuda"
 
@@ -579,3 +675,106 @@ def test_converted_project_trains_in_two_processes(case, results, tmp_path):
     assert ("epoch" in logs["rank_0.log"]) == prints and "epoch" not in logs["rank_1.log"]
     state = torch.load(root / saved)
     assert state and not any(key.startswith("module.") for key in state)
+
+
+def _training_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(NPU_SHIM), "OMP_NUM_THREADS": "1", "PYTHON": sys.executable, **extra}
+
+
+def _machines(commands: list[tuple[list[str], dict[str, str]]], cwd: Path) -> list[subprocess.CompletedProcess]:
+    """Run one command per simulated machine, all at once (they join one process group)."""
+    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for cmd, env in commands]
+    done = []
+    for cmd, proc in zip(commands, procs):
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            raise
+        done.append(subprocess.CompletedProcess(cmd[0], proc.returncode, out, err))
+    return done
+
+
+def _first_shards(text: str) -> dict[int, list[int]]:
+    """rank -> the sample indices its DistributedSampler gave first (the npu shim prints them)."""
+    shards: dict[int, list[int]] = {}
+    for line in text.splitlines():
+        if line.startswith("npu shim: rank ") and " samples " in line:
+            head, _, indices = line.partition(" samples ")
+            rank = int(head.split()[3])
+            shards.setdefault(rank, [int(i) for i in indices.strip("[]").split(", ") if i])
+    return shards
+
+
+def _check_one_group_of_four(shards: dict[int, list[int]], root: Path) -> None:
+    import torch
+
+    assert sorted(shards) == [0, 1, 2, 3]
+    every = [i for shard in shards.values() for i in shard]
+    assert sorted(every) == list(range(64)), shards  # each rank its own quarter of the data
+    state = torch.load(root / "model.pt")
+    assert state and not any(key.startswith("module.") for key in state)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_two_machines_with_the_launch_script(results, tmp_path):
+    """Two launches of run_distributed_npu.sh as two machines of two NPUs: one group of 4."""
+    root = tmp_path / "job"
+    shutil.copytree(results["dataparallel"], root, symlinks=True)
+    port = str(_free_port())
+    runs = _machines([(["bash", str(root / LAUNCH_SCRIPT), "--epochs", "2"],
+                       _training_env(NNODES="2", NODE_RANK=str(node), NPUS="0,1", MASTER_ADDR="127.0.0.1",
+                                     MASTER_PORT=port)) for node in (0, 1)], root)
+    logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
+    assert all(run.returncode == 0 for run in runs), (runs, logs)
+    assert sorted(logs) == ["rank_0.log", "rank_1.log", "rank_2.log", "rank_3.log"]
+    for rank in range(4):  # global ranks, each on its machine's NPU (LOCAL_RANK)
+        assert f"npu shim: process group hccl: rank {rank} of 4, NPU {rank % 2}" in logs[f"rank_{rank}.log"]
+    assert "epoch 1 loss" in logs["rank_0.log"]
+    assert not any("epoch" in logs[f"rank_{rank}.log"] for rank in (1, 2, 3))  # global rank 0 alone prints
+    _check_one_group_of_four({r: s for name, text in logs.items() for r, s in _first_shards(text).items()}, root)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_two_machines_with_torchrun(results, tmp_path):
+    """The converted script runs unchanged under torchrun --nnodes 2 --nproc-per-node 2."""
+    root = tmp_path / "job"
+    shutil.copytree(results["dataparallel"], root, symlinks=True)
+    port = str(_free_port())
+    runs = _machines([([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(node),
+                        "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", port,
+                        "train.py", "--epochs", "2"], _training_env()) for node in (0, 1)], root)
+    assert all(run.returncode == 0 for run in runs), runs
+    text = runs[0].stdout + runs[1].stdout
+    for rank in range(4):
+        assert f"npu shim: process group hccl: rank {rank} of 4, NPU {rank % 2}" in text
+    assert text.count("epoch 1 loss") == 1
+    _check_one_group_of_four(_first_shards(text), root)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
+    """The stand-in fails a process that moves its data to another NPU: the rewrite of the fixed
+    indices is what lets the DataParallel project train."""
+    root = tmp_path / "job"
+    shutil.copytree(results["dataparallel"], root, symlinks=True)
+    entry = root / "train.py"
+    entry.write_text(entry.read_text().replace('f"npu:{npu_index(0)}"', '"npu:0"'))
+    proc = subprocess.run(["bash", str(root / LAUNCH_SCRIPT), "--epochs", "1"], capture_output=True, text=True,
+                          env=_training_env(NPUS="3,5", MASTER_PORT=str(_free_port())), timeout=300)
+    assert proc.returncode == 1
+    assert "npu shim: rank 1 uses NPU 5 but moves data to NPU 0" in (root / "logs" / "rank_1.log").read_text()
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_already_distributed_script_trains_under_torchrun(results, tmp_path):
+    root = tmp_path / "job"
+    shutil.copytree(results["already"], root, symlinks=True)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                           str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
+                          env=_training_env(), timeout=300)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "npu shim: process group hccl: rank 1 of 2" in proc.stdout  # its own group, on hccl
+    assert proc.stdout.count("epoch 1") == 1

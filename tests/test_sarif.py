@@ -160,7 +160,8 @@ def test_stdin_check_as_sarif(work, capsys, monkeypatch):
 
 
 def test_levels_of_rules_and_results(work, capsys):
-    """Changes still to make and TP202 are warnings, TP201 and TP900 errors, TP203 notes."""
+    """Changes still to make (TP30x of distributed mode too) and TP202 are warnings, TP201 and TP900
+    errors, TP203 notes."""
     code, log = sarif(capsys, "--check", "train.py", "only_version_unsupported.py", "broken.py")
     assert code == 2 and errors_of(log) == []
     run = log["runs"][0]
@@ -168,7 +169,8 @@ def test_levels_of_rules_and_results(work, capsys):
     assert defaults == {"TP101": "warning", "TP102": "warning", "TP103": "warning", "TP104": "warning",
                         "TP105": "warning", "TP106": "warning", "TP201": "error", "TP202": "warning",
                         "TP203": "note", "TP900": "error", "TP107": "warning", "TP204": "error",
-                        "TP205": "warning", "TP206": "warning", "TP207": "warning"}
+                        "TP205": "warning", "TP206": "warning", "TP207": "warning",
+                        **{f"TP30{i}": "warning" for i in range(1, 7)}}  # distributed mode
     seen = {r["ruleId"]: r["level"] for r in run["results"]}
     assert seen["TP202"] == "warning"
     assert all(defaults[rule] == level for rule, level in seen.items())

@@ -60,6 +60,8 @@ def print_summary(out, summary: RunSummary) -> None:
     table.add_row("unsupported API uses (see unsupported_op.xlsx)", str(unsupported))
     table.add_row("files that could not be parsed", str(len(summary.failed)))
     out.print(table)
+    for note in summary.notes:
+        out.print(note, markup=False, soft_wrap=True)
     for res in summary.failed:
         out.print(f"not converted: {res.path}: {res.error}", markup=False, soft_wrap=True)
     for name, actual in summary.report_names.items():

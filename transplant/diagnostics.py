@@ -47,6 +47,22 @@ RULE_INFO: dict[str, tuple[str, str, str]] = {
     CODES["project_file"]: ("project-file",
                             "CUDA setting in a project file (dependency, configuration, Dockerfile, shell command)",
                             "warning"),
+    CODES["dist_setup"]: ("distributed-setup",
+                          "Distributed mode: process-group set-up, its call and the imports it needs", "warning"),
+    CODES["dist_sampler"]: ("distributed-sampler", "Distributed mode: DistributedSampler for a DataLoader",
+                            "warning"),
+    CODES["dist_epoch"]: ("distributed-set-epoch", "Distributed mode: set_epoch at the top of an epoch loop",
+                          "warning"),
+    CODES["dist_ddp"]: ("distributed-ddp-wrap",
+                        "Distributed mode: DistributedDataParallel wrap (in place of DataParallel); "
+                        "load_state_dict into the inner model",
+                        "warning"),
+    CODES["dist_rank0"]: ("distributed-rank0",
+                          "Distributed mode: torch.save and epoch print on rank 0 only; the unwrapped model saved",
+                          "warning"),
+    CODES["dist_device"]: ("distributed-device",
+                           "Distributed mode: set_device for a single process only; fixed device index follows "
+                           "the process's NPU", "warning"),
     CODES["syntax"]: ("parse-error", "File could not be parsed", "error"),
 }
 SARIF_LEVEL = {"fix": "warning", "error": "error", "warning": "warning", "note": "note"}

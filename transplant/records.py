@@ -22,6 +22,12 @@ CODES = {
     "cuda_build": "TP205",
     "library": "TP206",
     "project_file": "TP207",
+    "dist_setup": "TP301",  # distributed mode: process-group set-up, its call, the imports it needs
+    "dist_sampler": "TP302",  # DistributedSampler for a DataLoader
+    "dist_epoch": "TP303",  # sampler.set_epoch(epoch) in an epoch loop
+    "dist_ddp": "TP304",  # DistributedDataParallel wrap, unwrapping for load_state_dict
+    "dist_rank0": "TP305",  # torch.save / print on rank 0 only
+    "dist_device": "TP306",  # set_device for a single process only; fixed device indices
     "syntax": "TP900",
 }
 OPERATION = {
@@ -32,6 +38,8 @@ OPERATION = {
     "env": "environment variable",
     "import": "import",
     "command": "shell command",
+    **{kind: "distributed" for kind in ("dist_setup", "dist_sampler", "dist_epoch", "dist_ddp", "dist_rank0",
+                                        "dist_device")},
 }
 
 SKIP_LINE = re.compile(rb"#\s*transplant:\s*skip\b(?!-)")

@@ -53,6 +53,7 @@ class RunSummary:
     results: list[FileResult] = field(default_factory=list)
     copied: int = 0
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the user should know about the run (summary, log)
     report_names: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -544,6 +545,8 @@ def _write_reports(staging: Path, summary: RunSummary, taken: set[str]) -> None:
     logger = reports.open_log(staging / names[reports.LOG])
     try:
         logger.info("transplant run: %d files converted, %d copied", summary.changed_files, summary.copied)
+        for note in summary.notes:
+            logger.info(note)
         for warning in summary.warnings:
             logger.warning(warning)
         for res in summary.results:
