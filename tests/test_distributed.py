@@ -613,7 +613,7 @@ def test_project_launch_script_of_its_own_is_kept(project, tmp_path):
     assert run_cli(["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"]) == 0
     result = out / "proj_msft_multi"
     assert (result / LAUNCH_SCRIPT).read_text() == "echo mine\n"
-    assert "\"$PYTHON\" train.py" in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
+    assert "\"${python[@]}\" train.py" in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
 
 
 def test_prepare_rejects_entry_through_a_symlink(project, tmp_path):
