@@ -131,6 +131,9 @@ x = torch.ones(3).npu()
 assert x.is_npu and x.to("npu").is_npu and x.to(torch.device("npu:0"), torch.float16).dtype == torch.float16
 assert torch.arange(4, device="npu").new_zeros(2, device="npu").device.type == "cpu"
 model = torch.nn.Linear(4, 2).npu()
+# integer ordinals are NPUs once torch_npu is imported (PyTorch >= 2.1 gives them to PrivateUse1)
+assert torch.zeros(2).to(0).device.type == "cpu" and torch.ones(2, device=1).device.type == "cpu"
+assert torch.zeros(2).to(0, torch.float16).dtype == torch.float16 and model.to(0) is model
 model.to("npu:0")
 model.to(device=torch.device("npu"))
 with torch.autocast("npu", dtype=torch.bfloat16):
@@ -387,6 +390,7 @@ DISTRIBUTED = {
     "trainer": ("input/proj", "train.py", [], "regressor.pt"),
     "multifile": ("input/proj", "train.py", [], "checkpoint_4.pt"),  # ("script" needs torchvision)
     "branches": ("input/proj", "main.py", ["--epochs", "2", "--wide"], "model.pt"),
+    "dataparallel": ("input/proj", "train.py", ["--epochs", "2"], "model.pt"),  # fixed indices: .to(npu_index(0))
     "example": (None, "train.py", ["--epochs", "1"], "model.pt"),
 }
 

@@ -61,6 +61,18 @@ class Backing:
                 return f"torch.{match.group(1)}" if self.kind == "cpu" else f"torch.cuda.{match.group(1)}"
         return value
 
+    def ordinals(self, func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Integer devices as torch_npu makes them: with torch_npu imported, PyTorch (>= 2.1) takes a
+        bare ordinal (``x.to(0)``, ``device=0``) as a device of the PrivateUse1 backend, the NPU."""
+        def ordinal(value) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        if ordinal(kwargs.get("device")):
+            kwargs = {**kwargs, "device": self.device(kwargs["device"])}
+        if func in _TO_METHODS and len(args) > 1 and ordinal(args[1]):
+            args = (args[0], self.device(args[1]), *args[2:])
+        return args, kwargs
+
     def device_type(self, value):
         """A device type argument ("npu" for autocast, GradScaler, ...) as the backing's type."""
         return self.kind if value == NPU else value
@@ -88,6 +100,8 @@ class NpuDeviceMode(TorchFunctionMode):
             translate = self.backing.translate
             args = tuple(translate(a) for a in args)
             kwargs = {k: translate(v) for k, v in kwargs.items()}
+            if self.backing.active:
+                args, kwargs = self.backing.ordinals(func, args, kwargs)
             if self.backing.active and self.backing.kind == "cpu":
                 # page-locked memory is for copies to a device; with the CPU as the NPU there are none
                 if func is _PIN_MEMORY:
@@ -100,6 +114,7 @@ class NpuDeviceMode(TorchFunctionMode):
 
 
 _PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
+_TO_METHODS = (torch.Tensor.to,)
 
 
 def enter_mode(backing: Backing, check=None) -> None:
