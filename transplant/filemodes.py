@@ -11,15 +11,11 @@ does not parse). Notes never change the exit status.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
 import sys
-import tempfile
 from argparse import Namespace
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -220,6 +216,9 @@ def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, p
     rules_for(options)  # build once here: forked workers inherit it, and bad -r files fail early
     if jobs <= 1 or len(work) < POOL_MIN_FILES:
         return [_convert_target(w) for w in work]
+    from concurrent.futures import ProcessPoolExecutor  # only here: a third of the start-up of a small run
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = mp_context()
     workers = min(jobs, len(work))
     try:
@@ -242,6 +241,8 @@ def write_atomic(path: str, data: bytes, stamp: tuple[int, int] | None = None) -
     through, not replaced. Raises OSError, and leaves the file alone, when it changed after it
     was read (``stamp``) or cannot be written.
     """
+    import tempfile
+
     real = os.path.realpath(path)
     st = os.stat(real)
     if stamp is not None and (st.st_size, st.st_mtime_ns) != stamp:
@@ -271,6 +272,8 @@ def write_atomic(path: str, data: bytes, stamp: tuple[int, int] | None = None) -
 
 def unified_diff(display: str, old: bytes, new: bytes) -> bytes:
     """A unified diff of two byte strings, usable with ``patch -p0`` and ``git apply -p0``."""
+    import difflib
+
     name = os.fsencode(display)
     out: list[bytes] = []
     for line in difflib.diff_bytes(difflib.unified_diff, old.splitlines(keepends=True),
