@@ -228,3 +228,33 @@ async def test_shell_scripts_and_notebooks(client: LanguageClient, tmp_path: Pat
     converted = apply(text, whole[0].edit, path.as_uri())
     assert converted == cli("-", "--stdin-filename", str(path), stdin=text).stdout.decode()
     assert FIX_ALL == whole[0].kind
+
+
+@pytest.mark.asyncio
+async def test_a_notebook_cell_sent_alone_is_python(client: LanguageClient, tmp_path: Path):
+    """VS Code's notebook editor sends each cell as its own document (vscode-notebook-cell: URI)."""
+    uri = f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#W1sZmlsZQ%3D%3D"
+    text = "import torch\nx = torch.ones(1).cuda()\n"
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "python", 1, text)))
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    expected = check_json(tmp_path / "cell.py", text)
+    assert sorted(map(_as_check, client.diagnostics[uri])) == sorted(map(_expected, expected))
+
+
+@pytest.mark.asyncio
+async def test_saving_a_rule_file_takes_effect(client: LanguageClient, tmp_path: Path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.transplant]\nrules = ["mine.json"]\n')
+    rule_file = project / "mine.json"
+    rule_file.write_text('{"rules": {}}')
+    path = project / "m.py"
+    text = "import torch\nimport mylib\nx = torch.ones(1).cuda()\ny = mylib.cuda_kernel()\n"
+    before = await open_and_wait(client, path, text)
+    assert "mylib.cuda_kernel" not in " ".join(d.message for d in before)
+    rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "mylib.cuda_kernel", '
+                         '"new_name": "mylib.npu_kernel"}]}}')
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(rule_file.as_uri())))
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    after = list(client.diagnostics[path.as_uri()])
+    assert any("mylib.cuda_kernel -> mylib.npu_kernel" in d.message for d in after)

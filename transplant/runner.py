@@ -85,6 +85,13 @@ def rules_for(options: RuleOptions) -> RuleSet:
     return _RULES
 
 
+def forget_rules() -> None:
+    """Drop the process-wide RuleSet, so that the next rules_for reads the rule files again (the
+    language server, when a rule file or pyproject.toml is saved)."""
+    global _RULES, _RULES_KEY
+    _RULES = _RULES_KEY = None
+
+
 # Syntax trees are large, acyclic once built and short-lived: collect cycles less often.
 GC_THRESHOLDS = (50_000, 20, 100)
 
@@ -215,7 +222,7 @@ def check_paths(config: Config) -> tuple[Path, Path]:
 
 
 def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], None] | None = None,
-        warn: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None, early: ProcessPoolExecutor | None = None,
         post_process: Callable[[Path, Path, RunSummary], None] | None = None) -> RunSummary:
     """Convert ``config.input`` into ``<output>/<name>_msft``; raise UsageError for bad paths.
 
@@ -245,7 +252,7 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
         else:
             entries = list(walk(src, warn))
             base = src
-        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn)
+        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn, early)
         if post_process is not None:
             post_process(base, staging, summary)
         _write_reports(staging, summary, {e.rel for e in entries})
@@ -299,7 +306,7 @@ def _remove(path: Path) -> None:
 
 
 def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
-                  summary: RunSummary, on_progress, warn) -> None:
+                  summary: RunSummary, on_progress, warn, early: ProcessPoolExecutor | None = None) -> None:
     jobs: list[Job] = []
     rest: list[Entry] = []  # links and files to copy: done while the workers start (see _results)
     for entry in entries:
@@ -328,7 +335,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     done = 0
     if on_progress:
         on_progress(done, total)
-    for res in _results(config, jobs, rules, copy_rest):
+    for res in _results(config, jobs, rules, copy_rest, early):
         source = base / res.path
         target = staging / res.path
         if res.new is None:
@@ -347,13 +354,23 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     summary.results.sort(key=lambda r: r.path)
 
 
-def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable[[], None]) -> Iterator[FileResult]:
+def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable[[], None],
+             early: ProcessPoolExecutor | None = None) -> Iterator[FileResult]:
     """The results of ``jobs`` in order. ``meanwhile()`` (copying the other files) runs once, before
     the first result: with worker processes, right after the first file is sent, so the copying
-    overlaps the workers' start (importing libcst takes most of a small run)."""
+    overlaps the workers' start (importing libcst takes most of a small run). ``early`` is a
+    one-worker pool started before the walk (earlypool.py), used when one worker suits the run."""
     global _RULES, _RULES_KEY
     _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
-    if config.jobs <= 1 or len(jobs) < 2:
+    # a few files: one worker, so that it does not compete for the cores with a second worker
+    # importing libcst and with this process importing the report and console modules
+    workers = min(config.jobs, max(1, len(jobs) // 2))
+    if early is not None and (not jobs or workers > 1):  # the run needs no worker, or more than one
+        from .earlypool import discard
+
+        discard(early)
+        early = None
+    if config.jobs <= 1 or (len(jobs) < 2 and early is None):
         meanwhile()
         thresholds = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLDS)
@@ -372,9 +389,6 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callabl
     # Files the pre-filter skips are settled here, in order, without a round trip to a worker.
     chunk = max(1, min(4, len(jobs) // (config.jobs * 16)))
     window = config.jobs * 4
-    # a few files: one worker, so that it does not compete for the cores with a second worker
-    # importing libcst and with this process importing the report and console modules
-    workers = min(config.jobs, max(1, len(jobs) // 2))
     start = 0
     pending_copy = [meanwhile]
 
@@ -383,8 +397,12 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callabl
             pending_copy.pop()()
 
     while start < len(jobs):
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
-                                 initargs=(config.rule_options,)) as pool:
+        if early is not None:
+            fresh, early = early, None
+        else:
+            fresh = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
+                                        initargs=(config.rule_options,))
+        with fresh as pool:
             try:
                 for result in _ordered(pool, jobs[start:], rules, chunk, window, once):
                     yield result

@@ -47,13 +47,17 @@ class Analysis:
         return self.new_text is not None
 
     @cached_property
+    def index(self) -> LineIndex:
+        return LineIndex(self.text)
+
+    @cached_property
     def edits(self) -> list[Edit]:
         """The whole conversion as small edits, each change's own on its Finding. Computed when a
         code action asks, not on every keystroke."""
         if self.new_text is None:
             return []
         edits = minimal_edits(self.text, self.new_text)
-        _attach(self, edits, LineIndex(self.text))
+        _attach(self, edits, self.index)
         return edits
 
 
@@ -63,7 +67,11 @@ def uri_path(uri: str) -> str:
 
 
 def document_kind(uri: str, text: str, language_id: str | None = None) -> str | None:
-    """python, notebook or shell, from the file name, then the editor's language, then a ``#!`` line."""
+    """python, notebook or shell, from the file name, then the editor's language, then a ``#!`` line.
+    A notebook cell sent on its own (VS Code's ``vscode-notebook-cell:`` documents) is the language
+    of the cell, not a notebook."""
+    if uri.startswith("vscode-notebook-cell:"):
+        return LANGUAGE_KINDS.get((language_id or "python").lower())
     path = uri_path(uri)
     kind = detect_kind(path, b"")
     if kind is None and language_id:
@@ -92,7 +100,7 @@ def analyse(uri: str, text: str, options: RuleOptions, *, language_id: str | Non
     else:
         records = result.records
     display = uri_path(uri)
-    index = LineIndex(text)
+    index = analysis.index
     notebook = NotebookPositions(text) if kind == "notebook" else None
     for record in records:
         d = Diagnostic.from_record(display, record)

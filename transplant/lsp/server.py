@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..config import RuleOptions
 from ..rules import RuleError
-from ..runner import rules_for
+from ..runner import forget_rules, rules_for
 from ..settings import find_pyproject, options_for, read_table
 from .analysis import Analysis, Finding, analyse, uri_path
 from .textedits import Edit, LineIndex
@@ -149,7 +149,7 @@ class TransplantServer(LanguageServer):
     def diagnostic(self, result: Analysis, finding: Finding) -> lsp.Diagnostic:
         d = finding.diagnostic
         return lsp.Diagnostic(
-            range=self.range(_index(result), finding.span),
+            range=self.range(result.index, finding.span),
             message=d.text_message(),
             severity=SEVERITY[d.level],
             code=d.code,
@@ -158,7 +158,7 @@ class TransplantServer(LanguageServer):
         )
 
     def text_edits(self, result: Analysis, edits: list[Edit]) -> list[lsp.TextEdit]:
-        index = _index(result)
+        index = result.index
         return [lsp.TextEdit(self.range(index, index.position(e.start) + index.position(e.end)), e.text)
                 for e in sorted(set(edits), key=lambda e: (e.start, e.end))]
 
@@ -170,14 +170,6 @@ class TransplantServer(LanguageServer):
             identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, version)
             return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(identifier, text_edits)])
         return lsp.WorkspaceEdit(changes={uri: text_edits})
-
-
-def _index(result: Analysis) -> LineIndex:
-    index = getattr(result, "_index", None)
-    if index is None:
-        index = LineIndex(result.text)
-        result._index = index  # type: ignore[attr-defined]
-    return index
 
 
 def _wanted(kind: str, only: list[str] | None) -> bool:
@@ -192,7 +184,7 @@ def code_actions(server: TransplantServer, params: lsp.CodeActionParams) -> list
     only = params.context.only
     whole = result.edits  # computed now (and tied to the findings), not on every keystroke
     actions: list[lsp.CodeAction] = []
-    index = _index(result)
+    index = result.index
     start, end = params.range.start, params.range.end
     changes = [f for f in result.findings if f.diagnostic.is_change and f.edits]
     if _wanted(lsp.CodeActionKind.QuickFix, only):
@@ -238,9 +230,14 @@ def build_server() -> TransplantServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TransplantServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.settings.clear()  # a saved pyproject.toml or rule file takes effect
-        ls.analyses.pop(params.text_document.uri, None)
-        ls.refresh(params.text_document.uri)
+        path = uri_path(params.text_document.uri)
+        if path.endswith((".json", "pyproject.toml")):  # a rule file or the settings: read them again
+            forget_rules()
+            ls.settings.clear()
+            ls.reported.clear()
+            for uri in list(ls.analyses):
+                ls.analyses.pop(uri, None)
+                ls.refresh(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TransplantServer, params: lsp.DidCloseTextDocumentParams) -> None:
