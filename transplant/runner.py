@@ -503,13 +503,12 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: 
 
 
 def _preload_report_modules() -> None:
-    """Import the spreadsheet writer while the workers convert: importing it takes a third of a
-    second, which would otherwise come after the last file."""
+    """Import the report writers and the summary table while the workers convert, instead of
+    after the last file."""
     try:
-        import openpyxl.styles  # noqa: F401
-        import openpyxl.utils  # noqa: F401
+        from . import reports  # noqa: F401
         import rich.table  # noqa: F401  (the summary; console.py has imported rich.console unless -q)
-    except Exception:  # reports.py imports it again and reports any problem
+    except Exception:  # imported again where used, which reports any problem
         pass
 
 
