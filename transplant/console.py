@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from . import earlypool
 from .config import Config
 from .records import needs_hand_rewrite
 from .runner import RunSummary, UsageError, run, rules_for
 
 
 def run_repository(config: Config, *, quiet: bool = False) -> int:
-    early = earlypool.start(config)  # first: the worker imports libcst while this process goes on
-    try:
-        return _run_repository(config, quiet, early)
-    finally:
-        earlypool.discard(early)
-
-
-def _run_repository(config: Config, quiet: bool, early) -> int:
     err = None  # with -q nothing is printed: rich is not even imported
     if not quiet:
         from rich.console import Console
@@ -37,7 +28,7 @@ def _run_repository(config: Config, quiet: bool, early) -> int:
 
             post = prepare_distributed(config)  # validates -m/-t; raises UsageError
         if err is None or not err.is_terminal:
-            summary = run(config, rules, warn=warn, post_process=post, early=early)
+            summary = run(config, rules, warn=warn, post_process=post)
         else:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -48,7 +39,7 @@ def _run_repository(config: Config, quiet: bool, early) -> int:
                 def on_progress(done: int, total: int) -> None:
                     progress.update(task, completed=done, total=total)
 
-                summary = run(config, rules, on_progress=on_progress, warn=warn, post_process=post, early=early)
+                summary = run(config, rules, on_progress=on_progress, warn=warn, post_process=post)
     except UsageError as exc:
         print(f"transplant: error: {exc}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ from .config import RuleOptions
 from .diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind
-from .runner import WORKER_DIED, init_worker, mp_context, one_by_one, rules_for, walk
+from .runner import POOL_MIN_FILES, WORKER_DIED, init_worker, mp_context, one_by_one, rules_for, walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -35,7 +35,6 @@ KIND_NAMES = {"python": "source.py", "notebook": "source.ipynb", "shell": "sourc
 OTHER_SHELL_SUFFIXES = (".zsh", ".ksh", ".dash", ".csh", ".tcsh")
 SHELLS = frozenset({"sh", "bash", "zsh", "ksh", "mksh", "dash", "ash", "csh", "tcsh"})
 SHEBANG = re.compile(rb"^#!\s*(\S+)(?:[ \t]+(\S+))?")
-POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
 
 
 class FileModeError(Exception):

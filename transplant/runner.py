@@ -26,6 +26,9 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 # Third-party code is copied, never converted: it is not the user's to migrate.
 VENDOR_MARKERS = ("pyvenv.cfg",)
 VENDOR_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
+# Below this many files to convert, a run stays in one process: a worker spends most of a small
+# run importing libcst, which this process must do anyway (the file modes use the same bound).
+POOL_MIN_FILES = 16
 
 
 class UsageError(Exception):
@@ -222,7 +225,7 @@ def check_paths(config: Config) -> tuple[Path, Path]:
 
 
 def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], None] | None = None,
-        warn: Callable[[str], None] | None = None, early: ProcessPoolExecutor | None = None,
+        warn: Callable[[str], None] | None = None,
         post_process: Callable[[Path, Path, RunSummary], None] | None = None) -> RunSummary:
     """Convert ``config.input`` into ``<output>/<name>_msft``; raise UsageError for bad paths.
 
@@ -252,7 +255,7 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
         else:
             entries = list(walk(src, warn))
             base = src
-        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn, early)
+        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn)
         if post_process is not None:
             post_process(base, staging, summary)
         _write_reports(staging, summary, {e.rel for e in entries})
@@ -306,7 +309,7 @@ def _remove(path: Path) -> None:
 
 
 def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
-                  summary: RunSummary, on_progress, warn, early: ProcessPoolExecutor | None = None) -> None:
+                  summary: RunSummary, on_progress, warn) -> None:
     jobs: list[Job] = []
     rest: list[Entry] = []  # links and files to copy: done while the workers start (see _results)
     for entry in entries:
@@ -335,7 +338,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     done = 0
     if on_progress:
         on_progress(done, total)
-    for res in _results(config, jobs, rules, copy_rest, early):
+    for res in _results(config, jobs, rules, copy_rest):
         source = base / res.path
         target = staging / res.path
         if res.new is None:
@@ -354,23 +357,14 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     summary.results.sort(key=lambda r: r.path)
 
 
-def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable[[], None],
-             early: ProcessPoolExecutor | None = None) -> Iterator[FileResult]:
+def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable[[], None]) -> Iterator[FileResult]:
     """The results of ``jobs`` in order. ``meanwhile()`` (copying the other files) runs once, before
     the first result: with worker processes, right after the first file is sent, so the copying
-    overlaps the workers' start (importing libcst takes most of a small run). ``early`` is a
-    one-worker pool started before the walk (earlypool.py), used when one worker suits the run."""
+    overlaps the workers' start (each imports libcst first). A few files are converted in this
+    process: starting workers would cost more than it saves."""
     global _RULES, _RULES_KEY
     _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
-    # a few files: one worker, so that it does not compete for the cores with a second worker
-    # importing libcst and with this process importing the report and console modules
-    workers = min(config.jobs, max(1, len(jobs) // 2))
-    if early is not None and (not jobs or workers > 1):  # the run needs no worker, or more than one
-        from .earlypool import discard
-
-        discard(early)
-        early = None
-    if config.jobs <= 1 or (len(jobs) < 2 and early is None):
+    if config.jobs <= 1 or len(jobs) < POOL_MIN_FILES:
         meanwhile()
         thresholds = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLDS)
@@ -397,12 +391,8 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callabl
             pending_copy.pop()()
 
     while start < len(jobs):
-        if early is not None:
-            fresh, early = early, None
-        else:
-            fresh = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
-                                        initargs=(config.rule_options,))
-        with fresh as pool:
+        with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=init_worker,
+                                 initargs=(config.rule_options,)) as pool:
             try:
                 for result in _ordered(pool, jobs[start:], rules, chunk, window, once):
                     yield result
