@@ -15,6 +15,7 @@ It reads one file and never loads rules (a bad ``rules`` entry is reported when 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .config import RuleOptions
@@ -22,6 +23,8 @@ from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError
 
 PYPROJECT = "pyproject.toml"
 KEYS = ("rules", "specify_device", "similar", "pytorch_version")
+# [tool.transplant], [tool."transplant"], tool.transplant.x = ..., or a [tool] table that may hold it
+_MENTIONS_TABLE = re.compile(r'tool\s*\.\s*["\']?transplant\b|^\s*\[\s*tool\s*\]', re.M)
 
 
 def find_pyproject(start: str | os.PathLike) -> Path | None:
@@ -56,7 +59,7 @@ def read_table(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if "transplant" not in text:
+    if not _MENTIONS_TABLE.search(text):
         return {}  # most projects: no need to parse the TOML at all
     try:
         table = _toml_loads(text).get("tool", {}).get("transplant", {})

@@ -82,10 +82,14 @@ def _raw_offset(text: str, start: int, index: int) -> int:
     """Offset in ``text`` of character ``index`` of the JSON string literal starting at ``start``."""
     at = start + 1
     for _ in range(index):
-        if text[at] == "\\":
-            at += 6 if text[at + 1] == "u" else 2
-        else:
+        if text[at] != "\\":
             at += 1
+        elif text[at + 1] != "u":
+            at += 2
+        elif 0xD800 <= int(text[at + 2:at + 6], 16) < 0xDC00 and text[at + 6:at + 8] == "\\u":
+            at += 12  # a surrogate pair: one character outside the Basic Multilingual Plane
+        else:
+            at += 6
     return at
 
 
