@@ -258,3 +258,36 @@ async def test_saving_a_rule_file_takes_effect(client: LanguageClient, tmp_path:
     await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     after = list(client.diagnostics[path.as_uri()])
     assert any("mylib.cuda_kernel -> mylib.npu_kernel" in d.message for d in after)
+
+
+@pytest.mark.asyncio
+async def test_a_synced_notebook_converts_its_cells_together(client: LanguageClient, tmp_path: Path):
+    """notebookDocument/* (VS Code's notebook editor): cells share one namespace, as in `--check`."""
+    nb_uri = (tmp_path / "nb.ipynb").as_uri()
+    texts = ["import torch\n", "# Title", "torch.cuda.synchronize()\nx = torch.ones(1, device=\"cuda\")"]
+    uris = [f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#cell{i}" for i in range(3)]
+    kinds = [lsp.NotebookCellKind.Code, lsp.NotebookCellKind.Markup, lsp.NotebookCellKind.Code]
+    client.notebook_document_did_open(lsp.DidOpenNotebookDocumentParams(
+        lsp.NotebookDocument(nb_uri, "jupyter-notebook", 1, [lsp.NotebookCell(k, u) for k, u in zip(kinds, uris)]),
+        [lsp.TextDocumentItem(u, "python" if k == lsp.NotebookCellKind.Code else "markdown", 1, t)
+         for u, k, t in zip(uris, kinds, texts)]))
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[0]},
+                    {"cell_type": "markdown", "metadata": {}, "source": texts[1]},
+                    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[2]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    expected = check_json(tmp_path / "nb.ipynb", json.dumps(nb))
+    got = {u: sorted(map(_as_check, client.diagnostics[u])) for u in (uris[0], uris[2])}
+    want = {u: sorted(_expected(e) for e in expected if e["message"].startswith(f"cell {n}: "))
+            for u, n in ((uris[0], 1), (uris[2], 3))}
+    assert got == want and any("torch_npu.npu.synchronize" in d[3] for d in got[uris[2]])  # torch bound in cell 1
+    # the whole notebook at once, from any cell
+    found = await actions(client, uris[2], lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+                          only=["source.fixAll.transplant"])
+    edit = found[0].edit
+    assert apply(texts[0], edit, uris[0]) == "import torch\nimport torch_npu\n"
+    assert apply(texts[2], edit, uris[2]) == "torch_npu.npu.synchronize()\nx = torch.ones(1, device=\"npu\")"
+    client.notebook_document_did_close(lsp.DidCloseNotebookDocumentParams(
+        lsp.NotebookDocumentIdentifier(nb_uri), [lsp.TextDocumentIdentifier(u) for u in uris]))
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)

@@ -121,6 +121,11 @@ def _span(d: Diagnostic, index: LineIndex, notebook: NotebookPositions | None) -
                 end = end if end is not None and end >= start else start
                 return index.position(start) + index.position(end)
         return (0, 0, 0, 0)
+    return python_span(d, index)
+
+
+def python_span(d: Diagnostic, index: LineIndex) -> Span:
+    """The buffer range of a diagnostic of a Python file or shell script (records are 1-based)."""
     line, column = max(0, d.line - 1), max(0, d.column - 1)
     end_line, end_column = max(line, d.end_line - 1), max(0, d.end_column - 1)
     if (end_line, end_column) < (line, column):

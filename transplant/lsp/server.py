@@ -22,6 +22,7 @@ from ..rules import RuleError
 from ..runner import forget_rules, rules_for
 from ..settings import find_pyproject, options_for, read_table
 from .analysis import Analysis, Finding, analyse, uri_path
+from .cells import Cell, analyse_cells
 from .textedits import Edit, LineIndex
 
 DEBOUNCE_SECONDS = 0.15  # a burst of keystrokes refreshes once, this long after the last one
@@ -33,7 +34,11 @@ log = logging.getLogger(__name__)
 
 class TransplantServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("transplant", __version__)
+        cells = [lsp.NotebookCellLanguage(language="python")]
+        sync = lsp.NotebookDocumentSyncOptions(notebook_selector=[lsp.NotebookDocumentFilterWithCells(
+            cells=cells, notebook="*")])
+        super().__init__("transplant", __version__, notebook_document_sync=sync)
+        self.shapes: dict[str, tuple[str, ...]] = {}  # notebook uri -> its cells' uris, as last published
         self.analyses: dict[str, tuple[int | None, Analysis]] = {}  # uri -> (version, analysis)
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.settings: dict[str, tuple[float, RuleOptions]] = {}  # pyproject path -> (mtime, options)
@@ -84,7 +89,10 @@ class TransplantServer(LanguageServer):
     # ------------------------------------------------------------------ analysis
 
     def analysis(self, uri: str) -> Analysis | None:
-        """The analysis of the document as it is now (recomputed when its version changed)."""
+        """The analysis of the document (or notebook cell) as it is now, recomputed when it changed."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            return self.cell_analyses(notebook).get(uri)
         try:
             document = self.workspace.get_text_document(uri)
         except Exception:
@@ -96,6 +104,43 @@ class TransplantServer(LanguageServer):
         result = analyse(uri, document.source, options, language_id=document.language_id)
         self.analyses[uri] = (document.version, result)
         return result
+
+    def cell_analyses(self, notebook: lsp.NotebookDocument) -> dict[str, Analysis]:
+        """The analyses of a synced notebook's code cells, converted together (see cells.py)."""
+        cells = []
+        for cell in notebook.cells:
+            document = self.workspace.get_text_document(cell.document)
+            code = cell.kind == lsp.NotebookCellKind.Code and (document.language_id or "python") == "python"
+            cells.append(Cell(cell.document, document.source, code))
+        shape = tuple(c.uri for c in cells)
+        cached = [self.analyses.get(c.uri) for c in cells if c.code]
+        if self.shapes.get(notebook.uri) == shape and all(
+                hit is not None and hit[1].text == c.text for hit, c in zip(cached, [c for c in cells if c.code])):
+            return {c.uri: self.analyses[c.uri][1] for c in cells if c.code}
+        results = analyse_cells(uri_path(notebook.uri), cells, self.options_for(notebook.uri))
+        for cell_uri, result in results.items():
+            self.analyses[cell_uri] = (self.workspace.get_text_document(cell_uri).version, result)
+        return results
+
+    def refresh_notebook(self, notebook_uri: str) -> None:
+        self.pending.pop(notebook_uri, None)
+        notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
+        if notebook is None:
+            return
+        try:
+            results = self.cell_analyses(notebook)
+        except Exception as exc:  # never a dead server
+            log.exception("transplant: analysis failed")
+            self._tell(f"{uri_path(notebook_uri)}: internal error: {type(exc).__name__}: {exc}")
+            return
+        before = self.shapes.get(notebook_uri, ())
+        self.shapes[notebook_uri] = tuple(c.document for c in notebook.cells)
+        for uri in before:
+            if uri not in results:  # a cell deleted, or no longer code
+                self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, []))
+        for uri, result in results.items():
+            diagnostics = [self.diagnostic(result, f) for f in result.findings]
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics))
 
     def refresh(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -111,11 +156,12 @@ class TransplantServer(LanguageServer):
         diagnostics = [self.diagnostic(result, f) for f in result.findings]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics, version))
 
-    def schedule(self, uri: str) -> None:
+    def schedule(self, uri: str, notebook: bool = False) -> None:
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
-        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, self.refresh, uri)
+        action = self.refresh_notebook if notebook else self.refresh
+        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, action, uri)
 
     def forget(self, uri: str) -> None:
         handle = self.pending.pop(uri, None)
@@ -163,13 +209,18 @@ class TransplantServer(LanguageServer):
                 for e in sorted(set(edits), key=lambda e: (e.start, e.end))]
 
     def workspace_edit(self, uri: str, result: Analysis, edits: list[Edit]) -> lsp.WorkspaceEdit:
-        text_edits = self.text_edits(result, edits)
+        return self.multi_edit([(uri, result, edits)])
+
+    def multi_edit(self, parts: list[tuple[str, Analysis, list[Edit]]]) -> lsp.WorkspaceEdit:
+        """One workspace edit of several documents (the cells of a notebook), each versioned when
+        the client accepts versioned edits."""
+        parts = [(uri, result, edits) for uri, result, edits in parts if edits]
         caps = self.client_capabilities.workspace
         if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
-            version = self.analyses[uri][0]
-            identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, version)
-            return lsp.WorkspaceEdit(document_changes=[lsp.TextDocumentEdit(identifier, text_edits)])
-        return lsp.WorkspaceEdit(changes={uri: text_edits})
+            return lsp.WorkspaceEdit(document_changes=[
+                lsp.TextDocumentEdit(lsp.OptionalVersionedTextDocumentIdentifier(uri, self.analyses[uri][0]),
+                                     self.text_edits(result, edits)) for uri, result, edits in parts])
+        return lsp.WorkspaceEdit(changes={uri: self.text_edits(result, edits) for uri, result, edits in parts})
 
 
 def _wanted(kind: str, only: list[str] | None) -> bool:
@@ -179,7 +230,8 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 def code_actions(server: TransplantServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     uri = params.text_document.uri
     result = server.analysis(uri)
-    if result is None or not result.converted:
+    in_notebook = server.workspace.get_notebook_document(cell_uri=uri) is not None
+    if result is None or not (result.converted or in_notebook):  # a cell: the others may convert
         return []
     only = params.context.only
     whole = result.edits  # computed now (and tied to the findings), not on every keystroke
@@ -210,10 +262,15 @@ def code_actions(server: TransplantServer, params: lsp.CodeActionParams) -> list
                     kind=lsp.CodeActionKind.QuickFix,
                     edit=server.workspace_edit(uri, result, edits)))
     if _wanted(FIX_ALL, only):
-        actions.append(lsp.CodeAction(
-            title=f"transplant: convert the whole file for NPU ({len(changes)} changes)",
-            kind=FIX_ALL,
-            edit=server.workspace_edit(uri, result, whole)))
+        notebook = server.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:  # every cell of the notebook
+            parts = [(u, a, a.edits) for u, a in server.cell_analyses(notebook).items()]
+            count = sum(1 for _u, a, _e in parts for f in a.findings if f.diagnostic.is_change)
+            title, edit = f"transplant: convert the whole notebook for NPU ({count} changes)", server.multi_edit(parts)
+        else:
+            title = f"transplant: convert the whole file for NPU ({len(changes)} changes)"
+            edit = server.workspace_edit(uri, result, whole)
+        actions.append(lsp.CodeAction(title=title, kind=FIX_ALL, edit=edit))
     return actions
 
 
@@ -238,6 +295,20 @@ def build_server() -> TransplantServer:
             for uri in list(ls.analyses):
                 ls.analyses.pop(uri, None)
                 ls.refresh(uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: TransplantServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        ls.refresh_notebook(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: TransplantServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, notebook=True)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: TransplantServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        ls.shapes.pop(params.notebook_document.uri, None)
+        for cell in params.cell_text_documents:
+            ls.forget(cell.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TransplantServer, params: lsp.DidCloseTextDocumentParams) -> None:
