@@ -127,11 +127,8 @@ class TransplantServer(LanguageServer):
         notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
         if notebook is None:
             return
-        try:
-            results = self.cell_analyses(notebook)
-        except Exception as exc:  # never a dead server
-            log.exception("transplant: analysis failed")
-            self._tell(f"{uri_path(notebook_uri)}: internal error: {type(exc).__name__}: {exc}")
+        results = self._safely(notebook_uri, lambda: self.cell_analyses(notebook))
+        if results is None:
             return
         before = self.shapes.get(notebook_uri, ())
         self.shapes[notebook_uri] = tuple(c.document for c in notebook.cells)
@@ -142,14 +139,18 @@ class TransplantServer(LanguageServer):
             diagnostics = [self.diagnostic(result, f) for f in result.findings]
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics))
 
-    def refresh(self, uri: str) -> None:
-        self.pending.pop(uri, None)
+    def _safely(self, uri: str, compute):
+        """compute(), or None and a message when it fails: a bug of ours never ends the server."""
         try:
-            result = self.analysis(uri)
-        except Exception as exc:  # never a dead server
+            return compute()
+        except Exception as exc:
             log.exception("transplant: analysis failed")
             self._tell(f"{uri_path(uri)}: internal error: {type(exc).__name__}: {exc}")
-            return
+            return None
+
+    def refresh(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        result = self._safely(uri, lambda: self.analysis(uri))
         if result is None:
             return
         version = self.analyses[uri][0]
