@@ -10,6 +10,7 @@ life of the process. Nothing here may end the server: errors become messages or 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 
@@ -277,6 +278,14 @@ def code_actions(server: TransplantServer, params: lsp.CodeActionParams) -> list
 
 def build_server() -> TransplantServer:
     server = TransplantServer()
+
+    @server.feature(lsp.INITIALIZED)
+    def initialized(ls: TransplantServer, params: lsp.InitializedParams) -> None:
+        # load the rules and libcst now, once, rather than on the first keystroke in a file
+        root = ls.workspace.root_uri
+        probe = root.rstrip("/") + "/_" if root else ""  # a file in the root: its pyproject.toml
+        ls._safely(probe, lambda: ls.options_for(probe))
+        ls._safely(probe, lambda: importlib.import_module("transplant.engine"))
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TransplantServer, params: lsp.DidOpenTextDocumentParams) -> None:
