@@ -269,10 +269,13 @@ def code_actions(server: TransplantServer, params: lsp.CodeActionParams) -> list
             parts = [(u, a, a.edits) for u, a in server.cell_analyses(notebook).items()]
             count = sum(1 for _u, a, _e in parts for f in a.findings if f.diagnostic.is_change)
             title, edit = f"transplant: convert the whole notebook for NPU ({count} changes)", server.multi_edit(parts)
+            any_edit = any(edits for _u, _a, edits in parts)
         else:
             title = f"transplant: convert the whole file for NPU ({len(changes)} changes)"
             edit = server.workspace_edit(uri, result, whole)
-        actions.append(lsp.CodeAction(title=title, kind=FIX_ALL, edit=edit))
+            any_edit = bool(whole)
+        if any_edit:
+            actions.append(lsp.CodeAction(title=title, kind=FIX_ALL, edit=edit))
     return actions
 
 
