@@ -12,6 +12,7 @@ from . import __version__
 from .config import Config, RuleOptions
 from .records import internal_error
 from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError
+from .settings import project_options
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -31,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="transplant",
         description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
         epilog="Repository mode: transplant -i PROJECT -o OUT [options] [distributed -m MAIN.py [-t model]]. "
-               "File modes: transplant --check|--diff|--in-place PATH..., or transplant - < file.py.",
+               "File modes: transplant --check|--diff|--in-place PATH..., or transplant - < file.py. "
+               "Editors: transplant lsp. Settings: [tool.transplant] in pyproject.toml; flags win.",
     )
     p.add_argument("-i", "--input", type=Path, help="folder or .py file to convert")
     p.add_argument("-o", "--output", type=Path, help="folder that receives <input name>_msft/")
@@ -41,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take the device index from the DEVICE_ID environment variable")
     p.add_argument("-sim", "--similar", action="store_true",
                    help="replace some APIs with functionally similar NPU APIs (may change accuracy/speed)")
-    p.add_argument("--pytorch-version", choices=PYTORCH_VERSIONS, default=DEFAULT_PYTORCH_VERSION,
-                   help="PyTorch version whose NPU support list is reported (default %(default)s)")
+    p.add_argument("--pytorch-version", choices=PYTORCH_VERSIONS, default=None,
+                   help=f"PyTorch version whose NPU support list is reported (default {DEFAULT_PYTORCH_VERSION})")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                    help="worker processes (default: number of cores; 1 runs in-process)")
     p.add_argument("--force", action="store_true", help="replace an existing result folder")
@@ -77,6 +79,14 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
     return argv, None
 
 
+def _options(args: argparse.Namespace) -> RuleOptions:
+    """The [tool.transplant] table of the project (the input's for -i, else the current folder's),
+    overridden by the flags given."""
+    start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
+    return project_options(start, rules=args.rule, specify_device=args.specify_device, similar=args.similar,
+                           pytorch_version=args.pytorch_version)[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["emulate"]:  # runs user code: kept apart from the converter (transplant/emulate/)
@@ -105,10 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    if argv[:1] == ["lsp"]:
+        from .lsp import main as lsp_main
+
+        return lsp_main(argv[1:])
     head, tail = split_argv(argv)
     args = build_parser().parse_args(head)
     dist = build_distributed_parser().parse_args(tail) if tail is not None else None
-    options = RuleOptions(tuple(args.rule), args.specify_device, args.similar, args.pytorch_version)
+    options = _options(args)
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
 

@@ -10,14 +10,16 @@ from .runner import RunSummary, UsageError, run, rules_for
 
 
 def run_repository(config: Config, *, quiet: bool = False) -> int:
-    from rich.console import Console
+    err = None  # with -q nothing is printed: rich is not even imported
+    if not quiet:
+        from rich.console import Console
 
-    err = Console(stderr=True, highlight=False)
-    out = Console(highlight=False)
+        err = Console(stderr=True, highlight=False)
     rules = rules_for(config.rule_options)
     post = None
+
     def warn(message: str) -> None:
-        if not quiet:
+        if err is not None:
             err.print(f"[yellow]warning:[/] {message}", markup=True, soft_wrap=True)
 
     try:
@@ -25,7 +27,7 @@ def run_repository(config: Config, *, quiet: bool = False) -> int:
             from .distributed import prepare_distributed
 
             post = prepare_distributed(config)  # validates -m/-t; raises UsageError
-        if quiet or not err.is_terminal:
+        if err is None or not err.is_terminal:
             summary = run(config, rules, warn=warn, post_process=post)
         else:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,8 +43,8 @@ def run_repository(config: Config, *, quiet: bool = False) -> int:
     except UsageError as exc:
         print(f"transplant: error: {exc}", file=sys.stderr)
         return 2
-    if not quiet:
-        print_summary(out, summary)
+    if err is not None:
+        print_summary(Console(highlight=False), summary)
     return 0
 
 

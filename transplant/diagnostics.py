@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import quote
 
 from . import __version__
 from .records import CODES, Record
@@ -150,6 +149,8 @@ def render_json(diagnostics: Iterable[Diagnostic]) -> str:
 
 def artifact_uri(path: str) -> tuple[str, bool]:
     """(uri, relative?) for a path as the user named it: relative paths stay relative to %SRCROOT%."""
+    from urllib.parse import quote
+
     if path == "-":
         return "stdin", True
     p = Path(path)

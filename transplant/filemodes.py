@@ -11,15 +11,11 @@ does not parse). Notes never change the exit status.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
 import sys
-import tempfile
 from argparse import Namespace
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -29,7 +25,7 @@ from .diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind, within_limits
 from .project import gather
-from .runner import WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for, set_facts, walk
+from .runner import POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for, set_facts, walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -40,7 +36,6 @@ KIND_NAMES = {"python": "source.py", "notebook": "source.ipynb", "shell": "sourc
 OTHER_SHELL_SUFFIXES = (".zsh", ".ksh", ".dash", ".csh", ".tcsh")
 SHELLS = frozenset({"sh", "bash", "zsh", "ksh", "mksh", "dash", "ash", "csh", "tcsh"})
 SHEBANG = re.compile(rb"^#!\s*(\S+)(?:[ \t]+(\S+))?")
-POOL_MIN_FILES = 16  # below this, starting worker processes costs more than it saves
 
 
 class FileModeError(Exception):
@@ -237,6 +232,9 @@ def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, p
     set_facts(facts)
     if jobs <= 1 or len(work) < POOL_MIN_FILES:
         return [_convert_target(w) for w in work]
+    from concurrent.futures import ProcessPoolExecutor  # only here: importing it is a tenth of a small run
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = mp_context()
     workers = min(jobs, len(work))
     try:
@@ -259,6 +257,8 @@ def write_atomic(path: str, data: bytes, stamp: tuple[int, int] | None = None) -
     through, not replaced. Raises OSError, and leaves the file alone, when it changed after it
     was read (``stamp``) or cannot be written.
     """
+    import tempfile
+
     real = os.path.realpath(path)
     st = os.stat(real)
     if stamp is not None and (st.st_size, st.st_mtime_ns) != stamp:
@@ -288,6 +288,8 @@ def write_atomic(path: str, data: bytes, stamp: tuple[int, int] | None = None) -
 
 def unified_diff(display: str, old: bytes, new: bytes) -> bytes:
     """A unified diff of two byte strings, usable with ``patch -p0`` and ``git apply -p0``."""
+    import difflib
+
     name = os.fsencode(display)
     out: list[bytes] = []
     for line in difflib.diff_bytes(difflib.unified_diff, old.splitlines(keepends=True),

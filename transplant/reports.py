@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .filetypes import FileResult
+from .xlsx import BOLD, BOLD_PERCENT, PERCENT, Sheet, write_workbook
 
 CHANGE_LIST = "change_list.csv"
 UNSUPPORTED = "unsupported_op.xlsx"
@@ -50,26 +51,8 @@ def write_change_list(path: Path, results: Sequence[FileResult]) -> int:
 
 
 def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
-    from openpyxl import Workbook
-    from openpyxl.styles import Alignment, Font, PatternFill
-    from openpyxl.utils import get_column_letter
-
-    wb = Workbook()
-    header_font = Font(bold=True, color="FFFFFF")
-    header_fill = PatternFill("solid", fgColor="305496")
-
-    def sheet(ws, header: list[str], rows: list[list[object]], widths: list[int]) -> None:
-        ws.append(header)
-        for cell in ws[1]:
-            cell.font = header_font
-            cell.fill = header_fill
-            cell.alignment = Alignment(vertical="center")
-        for row in rows:
-            ws.append([guard_cell(c) for c in row])
-        ws.freeze_panes = "A2"
-        ws.auto_filter.ref = f"A1:{get_column_letter(len(header))}{max(1, len(rows) + 1)}"
-        for i, width in enumerate(widths, start=1):
-            ws.column_dimensions[get_column_letter(i)].width = width
+    def sheet(title: str, header: list[str], rows: list[list[object]], widths: list[int]) -> Sheet:
+        return Sheet(title, header, widths, [[guard_cell(c) for c in row] for row in rows])
 
     occurrences = []
     per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -81,18 +64,16 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
                                 r.message, r.suggestion])
             per_api[(r.api, r.level)].append(res.path)
 
-    ws = wb.active
-    ws.title = "Unsupported"
-    sheet(ws, ["File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion"], occurrences,
-          [40, 8, 14, 8, 45, 10, 70, 40])
+    unsupported = sheet("Unsupported", ["File", "Line", "Converted line", "Column", "API", "Level", "Message",
+                                        "Suggestion"], occurrences, [40, 8, 14, 8, 45, 10, 70, 40])
 
     counts = sorted(([api, level, len(files), len(set(files))] for (api, level), files in per_api.items()),
                     key=lambda r: (-r[2], r[0]))
-    sheet(wb.create_sheet("API counts"), ["API", "Level", "Occurrences", "Files"], counts, [50, 10, 12, 8])
+    api_counts = sheet("API counts", ["API", "Level", "Occurrences", "Files"], counts, [50, 10, 12, 8])
     from .report_sheets import LIBRARY_HEADER, OPERATOR_HEADER, library_rows, operator_rows
 
-    sheet(wb.create_sheet("Custom operators"), OPERATOR_HEADER, operator_rows(results), [40, 40, 16, 70])
-    sheet(wb.create_sheet("Libraries"), LIBRARY_HEADER, library_rows(results), [30, 8, 60, 70])
+    operators = sheet("Custom operators", OPERATOR_HEADER, operator_rows(results), [40, 40, 16, 70])
+    libraries = sheet("Libraries", LIBRARY_HEADER, library_rows(results), [30, 8, 60, 70])
 
     summary = []
     total_conv = total_uns = 0
@@ -107,17 +88,13 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
         total_uns += uns
         summary.append([res.path, conv, uns, _rate(conv, uns), res.error or ""])
     summary.append(["TOTAL", total_conv, total_uns, _rate(total_conv, total_uns), ""])
-    sheet(wb.create_sheet("Summary"), ["File", "Converted references", "Unsupported references",
-                                       "Conversion rate", "Error"], summary, [50, 20, 22, 16, 50])
-    last = wb["Summary"].max_row
-    for cell in wb["Summary"][last]:
-        cell.font = Font(bold=True)
-    for row in wb["Summary"].iter_rows(min_row=2, min_col=4, max_col=4):
-        for cell in row:
-            cell.number_format = "0.0%"
-    buf = io.BytesIO()
-    wb.save(buf)
-    path.write_bytes(buf.getvalue())
+    totals = sheet("Summary", ["File", "Converted references", "Unsupported references", "Conversion rate", "Error"],
+                   summary, [50, 20, 22, 16, 50])
+    last = len(summary) + 1  # the TOTAL row, in bold; the rates as percentages
+    totals.styles = {(row, 4): PERCENT for row in range(2, last)}
+    totals.styles.update({(last, column): BOLD for column in range(1, 6)})
+    totals.styles[(last, 4)] = BOLD_PERCENT
+    write_workbook(path, [unsupported, api_counts, operators, libraries, totals])
     return len(occurrences)
 
 

@@ -6,31 +6,30 @@ from __future__ import annotations
 import gc
 import errno
 import glob
-import logging
-import multiprocessing
 import os
 import shutil
 import sys
-import tempfile
-import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
-from . import reports
 from .config import Config, RuleOptions
 from .filetypes import FileResult, convert_file, file_kind, may_convert, within_limits
 from .project import NO_FACTS, ProjectFacts, gather
 from .records import internal_error, not_converted_record
 from .rules import RuleSet, load_ruleset
 
+if TYPE_CHECKING:  # process pools, reports and their imports load only when a run needs them
+    from concurrent.futures import Future, ProcessPoolExecutor
+
 SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
 # Third-party code is copied, never converted: it is not the user's to migrate.
 VENDOR_MARKERS = ("pyvenv.cfg",)
 VENDOR_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
+# Below this many files to convert, a run stays in one process: a worker spends most of a small
+# run importing libcst, which this process must do anyway (the file modes use the same bound).
+POOL_MIN_FILES = 16
 
 
 class UsageError(Exception):
@@ -102,6 +101,13 @@ def rules_for(options: RuleOptions) -> RuleSet:
     return _RULES
 
 
+def forget_rules() -> None:
+    """Drop the process-wide RuleSet, so that the next rules_for reads the rule files again (the
+    language server, when a rule file or pyproject.toml is saved)."""
+    global _RULES, _RULES_KEY
+    _RULES = _RULES_KEY = None
+
+
 # Syntax trees are large, acyclic once built and short-lived: collect cycles less often.
 GC_THRESHOLDS = (50_000, 20, 100)
 
@@ -119,6 +125,8 @@ def init_worker(options: RuleOptions, facts: ProjectFacts = NO_FACTS) -> None:
 
 def mp_context():
     """Worker processes are forked (they inherit the built rules) where that is safe, else spawned."""
+    import multiprocessing
+
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
     return multiprocessing.get_context(method)
 
@@ -262,6 +270,8 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
     The tree is built in a temporary folder beside the result and renamed into place at the end,
     so an interrupted run never leaves a half-written result folder.
     """
+    import tempfile
+
     src, result = check_paths(config)
     config.output.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(result)
@@ -339,31 +349,35 @@ def _remove(path: Path) -> None:
 def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
                   summary: RunSummary, on_progress, warn) -> None:
     jobs: list[Job] = []
+    rest: list[Entry] = []  # links and files to copy: done while the workers start (see _results)
     for entry in entries:
-        target = staging / entry.rel
-        source = base / entry.rel
         if entry.kind == "dir":
-            target.mkdir(exist_ok=True)
-            continue
-        if entry.kind == "link":
+            (staging / entry.rel).mkdir(exist_ok=True)
+        elif entry.kind == "file" and entry.convert and _convertible(entry.rel, base / entry.rel):
+            jobs.append(Job(entry.rel, str(base / entry.rel), config.rule_options, config.prefilter, config.debug))
+        else:
+            rest.append(entry)
+
+    def copy_rest() -> None:
+        for entry in rest:
+            target = staging / entry.rel
+            source = base / entry.rel
+            if entry.kind == "file":
+                _copy(source, target, summary, warn, entry.rel)
+                continue
             link = os.readlink(source)
             os.symlink(link, target)
             resolved = Path(os.path.realpath(source.parent / link))  # no RuntimeError on link loops
             if not (resolved == base or base in resolved.parents):
                 warn(f"{entry.rel}: symbolic link to {link} (outside the input) copied as a link, not followed")
             summary.copied += 1
-            continue
-        if entry.convert and _convertible(entry.rel, source):
-            jobs.append(Job(entry.rel, str(source), config.rule_options, config.prefilter, config.debug))
-        else:
-            _copy(source, target, summary, warn, entry.rel)
 
     set_facts(gather((job.rel, job.path) for job in jobs))  # the project-wide first pass
     total = len(jobs)
     done = 0
     if on_progress:
         on_progress(done, total)
-    for res in _results(config, jobs, rules):
+    for res in _results(config, jobs, rules, copy_rest):
         source = base / res.path
         target = staging / res.path
         if res.new is None:
@@ -382,10 +396,15 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     summary.results.sort(key=lambda r: r.path)
 
 
-def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileResult]:
+def _results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable[[], None]) -> Iterator[FileResult]:
+    """The results of ``jobs`` in order. ``meanwhile()`` (copying the other files) runs once, before
+    the first result: with worker processes, right after the first file is sent, so the copying
+    overlaps the workers' start (each imports libcst first). A few files are converted in this
+    process: starting workers would cost more than it saves."""
     global _RULES, _RULES_KEY
     _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
-    if config.jobs <= 1 or len(jobs) < 2:
+    if config.jobs <= 1 or len(jobs) < POOL_MIN_FILES:
+        meanwhile()
         thresholds = gc.get_threshold()
         gc.set_threshold(*GC_THRESHOLDS)
         try:
@@ -394,6 +413,9 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
         finally:
             gc.set_threshold(*thresholds)
         return
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = mp_context()
     # Results come back in job order (deterministic warnings and progress), streamed: at most
     # `window` chunks are in flight, so memory holds a few files at a time, not the repository.
@@ -401,11 +423,17 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
     chunk = max(1, min(4, len(jobs) // (config.jobs * 16)))
     window = config.jobs * 4
     start = 0
+    pending_copy = [meanwhile]
+
+    def once() -> None:
+        while pending_copy:
+            pending_copy.pop()()
+
     while start < len(jobs):
         with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=init_worker,
                                  initargs=(config.rule_options, _FACTS)) as pool:
             try:
-                for result in _ordered(pool, jobs[start:], rules, chunk, window):
+                for result in _ordered(pool, jobs[start:], rules, chunk, window, once):
                     yield result
                     start += 1
                 return
@@ -416,6 +444,7 @@ def _results(config: Config, jobs: list[Job], rules: RuleSet) -> Iterator[FileRe
                 raise
         # The files that were in flight go one at a time, so the one a worker dies on is known
         # and reported; then the pool starts again after them.
+        once()
         for result in one_by_one(_work, jobs[start:start + chunk * window], ctx, init_worker,
                                  (config.rule_options, _FACTS), lambda job: not_converted(job.rel, WORKER_DIED)):
             yield result
@@ -429,6 +458,9 @@ def one_by_one(fn: Callable, items: list, ctx, initializer: Callable, initargs: 
                died: Callable) -> Iterator:
     """``fn(item)`` for each item in turn, in a worker process that is replaced whenever one dies;
     ``died(item)`` stands for the result of an item its worker died on."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pool: ProcessPoolExecutor | None = None
     try:
         for item in items:
@@ -446,7 +478,8 @@ def one_by_one(fn: Callable, items: list, ctx, initializer: Callable, initargs: 
             pool.shutdown(wait=True)
 
 
-def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: int, window: int) -> Iterator[FileResult]:
+def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: int, window: int,
+             meanwhile: Callable[[], None] = lambda: None) -> Iterator[FileResult]:
     pending: deque[Future | list[FileResult]] = deque()
     in_flight = 0
     batch: list = []
@@ -460,10 +493,14 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: 
         if not started:
             # the workers are forked at the first submit; only then is a thread safe to start
             started = True
+            import threading
+
             threading.Thread(target=_preload_report_modules, daemon=True).start()
 
     def ready(block: bool) -> Iterator[FileResult]:
         nonlocal in_flight
+        if pending:
+            meanwhile()  # before the first result, as in-process; the first file is on its way already
         while pending:
             head = pending[0]
             if isinstance(head, list):
@@ -495,12 +532,12 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: 
 
 
 def _preload_report_modules() -> None:
-    """Import the spreadsheet writer while the workers convert: importing it takes a third of a
-    second, which would otherwise come after the last file."""
+    """Import the report writers and the summary table while the workers convert, instead of
+    after the last file."""
     try:
-        import openpyxl.styles  # noqa: F401
-        import openpyxl.utils  # noqa: F401
-    except Exception:  # reports.py imports it again and reports any problem
+        from . import report_sheets, reports  # noqa: F401
+        import rich.table  # noqa: F401  (the summary; console.py has imported rich.console unless -q)
+    except Exception:  # imported again where used, which reports any problem
         pass
 
 
@@ -538,6 +575,10 @@ def report_name(name: str, taken: set[str]) -> str:
 
 
 def _write_reports(staging: Path, summary: RunSummary, taken: set[str]) -> None:
+    import logging
+
+    from . import reports
+
     names = {n: report_name(n, taken) for n in (reports.CHANGE_LIST, reports.UNSUPPORTED, reports.LOG)}
     summary.report_names = names
     reports.write_change_list(staging / names[reports.CHANGE_LIST], summary.results)

@@ -1,0 +1,30 @@
+"""``transplant lsp``: the language server for editors (stdio), an optional extra.
+
+Owns the entry point only: checks that pygls is installed (``pip install "transplant[lsp]"``),
+then starts :mod:`transplant.lsp.server`. The converter itself never imports this package.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: transplant lsp [--stdio]  (a language server speaking LSP on stdin/stdout)"
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if a != "--stdio"]  # clients often pass --stdio; stdio is the only transport
+    if args in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if args:
+        print(f"transplant: error: lsp takes no arguments but {' '.join(args)} (see 'transplant lsp --help')",
+              file=sys.stderr)
+        return 2
+    try:
+        from .server import build_server
+    except ImportError as exc:
+        print(f"transplant: error: the language server needs pygls ({exc.name or exc} is missing); "
+              "install it with: pip install \"transplant[lsp]\"", file=sys.stderr)
+        return 2
+    build_server().start_io()
+    return 0
