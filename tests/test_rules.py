@@ -11,7 +11,7 @@ from conftest import REPO, cached_ruleset
 from transplant import cli
 from transplant.engine import convert
 from transplant.rules import RuleError, load_ruleset, read_rule_file
-from transplant.shell import convert_shell
+from transplant.formats.shell import convert_shell
 
 # rules/project/ holds facts about project files (packages, config keys, images), not rules
 BUILTIN = sorted(p for p in (REPO / "rules").rglob("*.json")

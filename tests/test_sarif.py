@@ -15,7 +15,7 @@ import pytest
 
 from transplant import __version__
 from transplant.cli import main
-from transplant.diagnostics import SARIF_LEVEL
+from transplant.reports.diagnostics import SARIF_LEVEL
 from transplant.engine import CODES
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "filemodes"

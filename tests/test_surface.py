@@ -21,11 +21,11 @@ from test_project import REPORTS, convert_project, read_change_list, tree, witho
 from transplant.filetypes import FileResult, convert_file, file_kind
 from transplant.formats.configs import convert_config
 from transplant.formats.requirements import pyproject_items, requirement_records, setup_cfg_items
-from transplant.linemap import new_lines
+from transplant.reports.linemap import new_lines
 from transplant.project import gather
 from transplant.project.cpp_ops import scan
 from transplant.records import Record
-from transplant.report_sheets import library_rows, operator_rows
+from transplant.reports.sheets import library_rows, operator_rows
 
 SOURCE = FIXTURES / "projects" / "custom_ops_cuda"
 EXPECTED = FIXTURES / "projects" / "custom_ops_cuda_msft"

@@ -1,4 +1,4 @@
-"""The report's .xlsx writer (transplant/xlsx.py), read back with openpyxl."""
+"""The report's .xlsx writer (transplant/reports/xlsx.py), read back with openpyxl."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import openpyxl
 
-from transplant.xlsx import BOLD, PERCENT, Sheet, column_letter, write_workbook
+from transplant.reports.xlsx import BOLD, PERCENT, Sheet, column_letter, write_workbook
 
 
 def test_cells_styles_and_layout_read_back(tmp_path: Path):

@@ -1,3 +1,26 @@
-"""transplant: migrate CUDA PyTorch code to Ascend NPU (torch_npu)."""
+"""transplant: migrate CUDA PyTorch code to Ascend NPU (torch_npu).
+
+A file goes in at the top and its reports come out at the bottom; each line is a module or package:
+
+    cli.py, settings.py, config.py   the command line and [tool.transplant]: argv -> Config
+    console.py                       progress bar and summary of repository mode
+    runner.py                        repository mode: walk the input, run the first pass, hand files to
+                                     worker processes, mirror the tree, write the reports
+    filemodes.py                     --check / --diff / --in-place / stdin, for pre-commit and editors
+    project/                         the project-wide first pass: custom C++/CUDA operators and their
+                                     builds, facts every worker receives
+    filetypes.py                     one file by its kind: Python, notebook, shell, C++, config, ...
+    rules.py (+ rules/*.json)        the one rule language: load, validate, index; the pre-filter
+    skeleton.py, nesting.py          fold what no rule can match; guard libcst's parser
+    engine/                          a Python source: one parse, one traversal applying every rule
+    formats/                         every other kind: notebooks, shell, requirements, configs,
+                                     Dockerfiles, C++ sources
+    records.py                       what a conversion reports: Record, codes, skip comments
+    reports/                         the views of the records: CSV, workbook, log, text/JSON/SARIF
+    distributed/                     distributed mode: one entry file -> multi-NPU training, launch script
+    lsp/                             transplant lsp, the language server (optional extra)
+    emulate/                         transplant emulate: run converted code without an NPU (imports torch;
+                                     the converter never imports it)
+"""
 
 __version__ = "0.1.0"

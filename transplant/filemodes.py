@@ -2,7 +2,7 @@
 
 They convert the named files (and the Python files, notebooks and shell scripts below named
 folders) with the same engine and rules as repository mode, but work on the files where they are:
-no result folder and no report files. Diagnostics are rendered by :mod:`transplant.diagnostics`.
+no result folder and no report files. Diagnostics are rendered by :mod:`transplant.reports.diagnostics`.
 
 Exit status: 0 nothing to do; 1 a change is needed (--check, --diff) or was made (--in-place, stdin),
 or an error/warning finding remains; 2 usage or input errors (missing path, unreadable file, file that
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator, TextIO
 
 from .config import RuleOptions
-from .diagnostics import Diagnostic, render
+from .reports.diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind, within_limits
 from .project import gather

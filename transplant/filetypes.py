@@ -97,12 +97,12 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
         elif kind in ("cpp", "requirements", "config", "dockerfile"):
             conv = _convert_project_file(path, kind, data, rules, facts)
         elif kind == "notebook":
-            from .notebooks import convert_notebook
+            from .formats.notebooks import convert_notebook
 
             conv = convert_notebook(data, rules)
         else:
             from .formats.requirements import pip_records
-            from .shell import convert_shell_script
+            from .formats.shell import convert_shell_script
 
             conv = convert_shell_script(data, rules)
             extra = [] if skips_file(data) else pip_records(data)

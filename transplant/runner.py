@@ -183,7 +183,7 @@ def converted_lines(data: bytes, res: FileResult) -> dict[int, int]:
     """Lines of ``res``'s findings in its converted text (notebooks count lines per cell: none)."""
     if res.kind == "notebook" or res.new is None or not res.findings:
         return {}
-    from .linemap import new_lines
+    from .reports.linemap import new_lines
 
     return new_lines(data, res.new, (r.line for r in res.findings))
 
@@ -535,7 +535,7 @@ def _preload_report_modules() -> None:
     """Import the report writers and the summary table while the workers convert, instead of
     after the last file."""
     try:
-        from . import report_sheets, reports  # noqa: F401
+        from .reports import repository, sheets  # noqa: F401
         import rich.table  # noqa: F401  (the summary; console.py has imported rich.console unless -q)
     except Exception:  # imported again where used, which reports any problem
         pass
@@ -577,7 +577,7 @@ def report_name(name: str, taken: set[str]) -> str:
 def _write_reports(staging: Path, summary: RunSummary, taken: set[str]) -> None:
     import logging
 
-    from . import reports
+    from .reports import repository as reports
 
     names = {n: report_name(n, taken) for n in (reports.CHANGE_LIST, reports.UNSUPPORTED, reports.LOG)}
     summary.report_names = names

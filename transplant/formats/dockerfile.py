@@ -13,7 +13,7 @@ import re
 
 from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import RuleSet
-from ..shell import convert_shell_script
+from .shell import convert_shell_script
 from .data import load
 from .requirements import pip_records
 

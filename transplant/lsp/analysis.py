@@ -15,7 +15,7 @@ from functools import cached_property
 from urllib.parse import unquote, urlparse
 
 from ..config import RuleOptions
-from ..diagnostics import Diagnostic
+from ..reports.diagnostics import Diagnostic
 from ..filemodes import convert_bytes, detect_kind
 from ..records import internal_error, not_converted_record
 from .notebookpos import NotebookPositions

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ..config import RuleOptions
-from ..diagnostics import Diagnostic
+from ..reports.diagnostics import Diagnostic
 from ..filemodes import convert_bytes
 from ..records import internal_error, not_converted_record
 from .analysis import Analysis, Finding, python_span

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from .records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
-from .rules import RuleSet
+from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
+from ..rules import RuleSet
 
 
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import re
 
-from .engine import convert
-from .records import Conversion, Record, SourceError, not_converted_record, skips_file
-from .rules import RuleSet
+from ..engine import convert
+from ..records import Conversion, Record, SourceError, not_converted_record, skips_file
+from ..rules import RuleSet
 from .shell import convert_shell
 
 MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")

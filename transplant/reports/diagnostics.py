@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from . import __version__
-from .records import CODES, Record
+from .. import __version__
+from ..records import CODES, Record
 
 FORMATS = ("text", "json", "sarif")
 # The project has no public home yet; the same placeholder host as rules/schema.json's $id.

@@ -2,7 +2,7 @@
 
 Owns the file format only: sheets of rows (str, int, float) with a styled, frozen, filterable
 header row, column widths, and a few cell styles (bold, percent). What goes into the cells is
-reports.py's business. Written with the standard library (zipfile) because importing and running
+repository.py's business. Written with the standard library (zipfile) because importing and running
 a general spreadsheet library cost about a quarter of a small repository run; openpyxl reads the
 result back in the tests.
 """

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from .filetypes import FileResult
-from .records import CODES, Record
+from ..filetypes import FileResult
+from ..records import CODES, Record
 
 OPERATOR_HEADER = ["File", "Operator", "Registration line", "Calls found"]
 LIBRARY_HEADER = ["Library", "Uses", "Where", "NPU route"]

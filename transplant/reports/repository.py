@@ -1,7 +1,7 @@
 """Reports of a repository conversion: change_list.csv, unsupported_op.xlsx, the log.
 
 All of them are views of the same records (see records.Record). The workbook's sheets for custom
-operators and libraries are built by transplant.report_sheets from the same records.
+operators and libraries are built by transplant.reports.sheets from the same records.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .filetypes import FileResult
+from ..filetypes import FileResult
 from .xlsx import BOLD, BOLD_PERCENT, PERCENT, Sheet, write_workbook
 
 CHANGE_LIST = "change_list.csv"
@@ -70,7 +70,7 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     counts = sorted(([api, level, len(files), len(set(files))] for (api, level), files in per_api.items()),
                     key=lambda r: (-r[2], r[0]))
     api_counts = sheet("API counts", ["API", "Level", "Occurrences", "Files"], counts, [50, 10, 12, 8])
-    from .report_sheets import LIBRARY_HEADER, OPERATOR_HEADER, library_rows, operator_rows
+    from .sheets import LIBRARY_HEADER, OPERATOR_HEADER, library_rows, operator_rows
 
     operators = sheet("Custom operators", OPERATOR_HEADER, operator_rows(results), [40, 40, 16, 70])
     libraries = sheet("Libraries", LIBRARY_HEADER, library_rows(results), [30, 8, 60, 70])
