@@ -7,6 +7,7 @@ extra (pygls, pytest-lsp) is not installed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -42,6 +43,23 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     await lsp_client.shutdown_session()
 
 
+WAIT = 60  # seconds: a notification that never comes fails the test instead of hanging the run
+
+
+async def published(client: LanguageClient) -> None:
+    """The next publishDiagnostics notification."""
+    await asyncio.wait_for(client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), WAIT)
+
+
+async def until(condition, seconds: float = WAIT) -> None:
+    """Wait until ``condition()`` holds (the client records notifications as they arrive)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    while not condition():
+        assert loop.time() < end, "the server did not publish what was expected in time"
+        await asyncio.sleep(0.02)
+
+
 def cli(*args: str, stdin: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "transplant", *args], input=stdin.encode(), capture_output=True,
                           cwd=REPO, timeout=120)
@@ -56,7 +74,7 @@ async def open_and_wait(client: LanguageClient, path: Path, text: str, language:
     path.write_text(text, encoding="utf-8")
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(
         lsp.TextDocumentItem(path.as_uri(), language, 1, text)))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
     return list(client.diagnostics[path.as_uri()])
 
 
@@ -116,18 +134,18 @@ async def test_change_refreshes_and_close_clears(client: LanguageClient, tmp_pat
         client.text_document_did_change(lsp.DidChangeTextDocumentParams(
             lsp.VersionedTextDocumentIdentifier(version=version, uri=uri),
             [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
     assert sorted(d.code for d in client.diagnostics[uri]) == ["TP102", "TP106"]
     # an incremental change: rename .cuda() to .npu() by hand; the finding goes away
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
         lsp.VersionedTextDocumentIdentifier(version=9, uri=uri),
         [lsp.TextDocumentContentChangePartial(
             range=lsp.Range(lsp.Position(1, 18), lsp.Position(1, 22)), text="npu")]))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
     text = "import torch\nx = torch.ones(1).npu()\n"
     assert list(client.diagnostics[uri]) == [] == check_json(path, text)  # nothing CUDA left: no import needed
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
     assert list(client.diagnostics[uri]) == []
 
 
@@ -236,7 +254,7 @@ async def test_a_notebook_cell_sent_alone_is_python(client: LanguageClient, tmp_
     uri = f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#W1sZmlsZQ%3D%3D"
     text = "import torch\nx = torch.ones(1).cuda()\n"
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "python", 1, text)))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
     expected = check_json(tmp_path / "cell.py", text)
     assert sorted(map(_as_check, client.diagnostics[uri])) == sorted(map(_expected, expected))
 
@@ -255,7 +273,7 @@ async def test_saving_a_rule_file_takes_effect(client: LanguageClient, tmp_path:
     rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "mylib.cuda_kernel", '
                          '"new_name": "mylib.npu_kernel"}]}}')
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(rule_file.as_uri())))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
     after = list(client.diagnostics[path.as_uri()])
     assert any("mylib.cuda_kernel -> mylib.npu_kernel" in d.message for d in after)
 
@@ -271,8 +289,8 @@ async def test_a_synced_notebook_converts_its_cells_together(client: LanguageCli
         lsp.NotebookDocument(nb_uri, "jupyter-notebook", 1, [lsp.NotebookCell(k, u) for k, u in zip(kinds, uris)]),
         [lsp.TextDocumentItem(u, "python" if k == lsp.NotebookCellKind.Code else "markdown", 1, t)
          for u, k, t in zip(uris, kinds, texts)]))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    # two notifications, one per code cell: the second may arrive before a second wait would start
+    await until(lambda: uris[0] in client.diagnostics and uris[2] in client.diagnostics)
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[0]},
                     {"cell_type": "markdown", "metadata": {}, "source": texts[1]},
                     {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[2]}],
@@ -290,4 +308,4 @@ async def test_a_synced_notebook_converts_its_cells_together(client: LanguageCli
     assert apply(texts[2], edit, uris[2]) == "torch_npu.npu.synchronize()\nx = torch.ones(1, device=\"npu\")"
     client.notebook_document_did_close(lsp.DidCloseNotebookDocumentParams(
         lsp.NotebookDocumentIdentifier(nb_uri), [lsp.TextDocumentIdentifier(u) for u in uris]))
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await published(client)
