@@ -86,6 +86,16 @@ class RuleSet:
                 return ".".join([new_prefix, *parts[i:]]), rule
         return None
 
+    def known_modules(self) -> frozenset[str]:
+        """Every dotted prefix of a name some rule matches by qualified name ("torch.cuda.amp" for
+        "torch.cuda.amp.GradScaler"): modules whose members the rules know."""
+        known = self.__dict__.get("_known_modules")
+        if known is None:
+            names = {*self.rename_q, *self.module_q, *self.unsupported_q, *self.args_q, *self.device_q}
+            known = frozenset(n.rsplit(".", i)[0] for n in names for i in range(1, n.count(".") + 1))
+            self.__dict__["_known_modules"] = known
+        return known
+
     def may_match(self, data: bytes) -> bool:
         """Cheap byte-level pre-filter: can any rule possibly match in ``data``?
 

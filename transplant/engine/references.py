@@ -13,6 +13,7 @@ import libcst as cst
 
 from ..rules import Rule
 from .cst_util import chain_nodes, dotted_parts, make_dotted
+from . import namespace
 from .state import State
 
 
@@ -69,7 +70,11 @@ class ReferenceHandlers(State):
                 self._finding(nodes[k - base_len], old, unsupported)
                 break
         else:
-            if len(parts) > 1:  # net.is_cuda with net imported: the attribute rule still applies
+            if id(node) not in self.stores and (qualified == namespace.NAMESPACE
+                                                or namespace.unknown(self.rules, qualified)):
+                # a torch.cuda name no rule knows: said, never passed over in silence
+                self.record(node, "no_counterpart", namespace.message(qualified), None, api=qualified, level="error")
+            elif len(parts) > 1:  # net.is_cuda with net imported: the attribute rule still applies
                 self._attribute_rule(node, parts)
         self.uses[root] = self.uses.get(root, 0) + 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cst_util import dotted_parts, import_module_name, target_names
+from . import namespace
 from .state import State
 
 
@@ -83,8 +84,24 @@ class ScopeHandlers(State):
             self.skip_names.add(id(node.keyword))
         self.call_args.add(id(node.value))
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.stores |= {id(n) for n in _bound_names(node.target)}
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.stores |= {id(n) for n in _bound_names(node.target)}
+
+    def visit_For(self, node: cst.For) -> None:
+        self.stores |= {id(n) for n in _bound_names(node.target)}
+
     def visit_Import(self, node: cst.Import) -> bool:
+        for alias in node.names:
+            self._unknown_cuda_import(alias, import_module_name(alias.name))
         return False
+
+    def _unknown_cuda_import(self, alias: cst.ImportAlias, qualified: str) -> None:
+        """An import of a torch.cuda name no rule knows (its uses are reported where they are)."""
+        if namespace.unknown(self.rules, qualified):
+            self.record(alias, "no_counterpart", namespace.message(qualified), None, api=qualified, level="error")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if isinstance(node.names, cst.ImportStar) and id(node) not in self.b.plans and not node.relative \
@@ -95,4 +112,20 @@ class ScopeHandlers(State):
                 # the names a star import binds are invisible here: their uses cannot be converted
                 self.record(node, "note", f"from {module} import *: the names it binds are not converted; "
                             "import the ones you use by name", None, api=f"{module}.*", level="note")
+        elif not isinstance(node.names, cst.ImportStar) and not node.relative and node.module is not None:
+            module = import_module_name(node.module)
+            for alias in node.names:
+                name = alias.name.value if isinstance(alias.name, cst.Name) else import_module_name(alias.name)
+                self._unknown_cuda_import(alias, f"{module}.{name}")
         return False
+
+
+def _bound_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The Name nodes an assignment or loop target binds: ``x``, ``(a, [b, *c])``."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _bound_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
