@@ -15,8 +15,12 @@ import libcst as cst
 
 from ..rules import Rule
 from .cst_util import code_of, dotted_parts, make_dotted, string_value
-from .literals import GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, rewrite_device_expr
+from .literals import BACKEND_NAME, DEVICE_NAME, GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, \
+    rewrite_device_expr
 from .state import State
+
+# lookups whose last argument is the default for a key: name -> index of the key
+LOOKUPS = {"getattr": 1, "get": 0, "getenv": 0, "setdefault": 0, "pop": 0}
 
 
 class CallHandlers(State):
@@ -59,6 +63,8 @@ class CallHandlers(State):
         changed |= self._device_args(original_node, args, device_rule, bare)
         if self.rules.env:
             changed |= self._env_keywords(original_node, args)
+        if bare in LOOKUPS:
+            changed |= self._lookup_default(original_node, args, bare)
 
         new_func = updated_node.func
         method_rule = self.rules.rename_method.get(method) if method is not None else None
@@ -92,6 +98,31 @@ class CallHandlers(State):
         if not changed:
             return updated_node
         return updated_node.with_changes(func=new_func, args=args)
+
+    def _carried(self, value: cst.BaseExpression) -> bool:
+        """Is ``value`` a variable whose CUDA literals are rewritten where it is set: one named like a
+        device or backend (``args.dist_backend``), or one the file passes as such (flow.py)?"""
+        parts = dotted_parts(value)
+        if not parts:
+            return False
+        if DEVICE_NAME.search(parts[-1]) or BACKEND_NAME.search(parts[-1]):
+            return True
+        return len(parts) == 1 and (parts[0] in self.flow.devices or parts[0] in self.flow.backends)
+
+    def _lookup_default(self, call: cst.Call, args: list[cst.Arg], bare: str) -> bool:
+        """The default of a lookup by a key that names a device or backend: ``getattr(args, "device",
+        "cuda")``, ``config.get("dist_backend", "nccl")``, ``os.environ.get("DEVICE", "cuda")``."""
+        key_at = LOOKUPS[bare]
+        if len(args) != key_at + 2 or any(a.keyword is not None or a.star for a in args):
+            return False
+        key = string_value(args[key_at].value)
+        if key is None:
+            return False
+        new = self._named_value(key, args[key_at + 1].value, call.args[key_at + 1].value)
+        if new is None:
+            return False
+        args[key_at + 1] = args[key_at + 1].with_changes(value=new)
+        return True
 
     def _env_keywords(self, call: cst.Call, args: list[cst.Arg]) -> bool:
         """``dict(os.environ, CUDA_VISIBLE_DEVICES="0")``, ``os.environ.update(CUDA_...=...)``."""
@@ -134,6 +165,13 @@ class CallHandlers(State):
         if rule.get("arg_old") is not None:
             replaced = replace_literal(arg.value, rule["arg_old"], self.expr(rule["arg_old"]), new_expr)
             if replaced is None:
+                if not _is_constant(original_value) and not self._carried(original_value):
+                    # use_cuda=self._use_cuda: its value is not known here, and no rule sees where it is set
+                    name = arg.keyword.value if arg.keyword else rule.get("arg_name") or f"argument {rule.get('arg_idx')}"
+                    target = f"{rule['new_arg_name']}={new_text}" if rule.get("new_arg_name") else new_text
+                    self.record(original_value, "unsupported", f"{rule['func_name']}: {name} is given as an expression, "
+                                f"not a constant; where it is {rule['arg_old']}, NPU needs {target} instead", rule,
+                                api=rule["func_name"], level="warning")
                 return False
         else:
             if self._code(arg.value).strip() == new_text.strip():
@@ -209,3 +247,17 @@ class CallHandlers(State):
                 args.insert(0, first)
                 changed = True
         return changed
+
+
+def _is_constant(node: cst.BaseExpression) -> bool:
+    """A literal (string, number, True/False/None), possibly negated or in a conditional expression
+    of literals: its value is known where the call is."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation):
+        return _is_constant(node.expression)
+    if isinstance(node, cst.IfExp):
+        return _is_constant(node.body) and _is_constant(node.orelse)
+    return False

@@ -20,6 +20,7 @@ from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
 from .bindings import analyse_imports
 from .cst_util import first_line
+from .flow import flow_of
 from .imports import ImportPruner, imports_module, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
 from .positions import node_positions, positions_and_code
@@ -132,7 +133,8 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             del bindings.plans[id(node)]
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
-    conv = Converter(module, rules, bindings, excluded)
+    whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
+    conv = Converter(module, rules, bindings, excluded, flow_of(whole if whole is not None else module.bytes))
     try:
         new_module = module.visit(conv)
     except RecursionError:

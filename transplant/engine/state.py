@@ -14,6 +14,7 @@ import libcst as cst
 from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from .bindings import Bindings
+from .flow import NO_FLOW, Flow
 
 @dataclass
 class Pending:
@@ -30,12 +31,14 @@ class Pending:
 class State(cst.CSTTransformer):
     """The fields and the record keeping shared by the handlers of one traversal."""
 
-    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int]) -> None:
+    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int],
+                 flow: Flow = NO_FLOW) -> None:
         super().__init__()
         self.module = module
         self.rules = rules
         self.b = bindings
         self.excluded = excluded
+        self.flow = flow  # names that carry devices or backends to torch (flow.py)
         self.pending: list[Pending] = []
         self.replacements: dict[int, cst.BaseExpression] = {}
         self.skip_names: set[int] = set()

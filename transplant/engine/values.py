@@ -15,6 +15,9 @@ from .literals import BACKEND_NAME, DEVICE_NAME, TYPE_STRING_PREFIX, is_device_t
     rewrite_device_expr
 from .state import State
 
+# calls whose result is the process group's backend name
+BACKEND_QUERIES = frozenset({"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"})
+
 
 class ValueHandlers(State):
     """Device and backend values by their place; environment names in strings."""
@@ -42,13 +45,23 @@ class ValueHandlers(State):
         return None
 
     def _named_value(self, name: str | None, value: cst.BaseExpression,
-                     anchor: cst.BaseExpression) -> cst.BaseExpression | None:
-        """The new value given to a variable, parameter or dict key called ``name``."""
+                     anchor: cst.BaseExpression, *, variable: bool = False) -> cst.BaseExpression | None:
+        """The new value given to a variable, parameter or dict key called ``name``; a variable
+        (or parameter) also by what the file passes it to (flow.py). A dataclass field's default,
+        ``field(default="nccl")``, is the value."""
         if name is None:
             return None
-        if DEVICE_NAME.search(name):
+        default = _field_default(value)
+        if default is not None:
+            new = self._named_value(name, value.args[default].value, anchor.args[default].value, variable=variable)
+            if new is None:
+                return None
+            args = list(value.args)
+            args[default] = args[default].with_changes(value=new)
+            return value.with_changes(args=args)
+        if DEVICE_NAME.search(name) or variable and name in self.flow.devices:
             return self._device_value(value, anchor)
-        if BACKEND_NAME.search(name):
+        if BACKEND_NAME.search(name) or variable and name in self.flow.backends:
             return self._backend_value(value, anchor)
         return None
 
@@ -63,21 +76,24 @@ class ValueHandlers(State):
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         for target in original_node.targets:
-            new = self._named_value(self._target_name(target.target), updated_node.value, original_node.value)
+            new = self._named_value(self._target_name(target.target), updated_node.value, original_node.value,
+                                    variable=isinstance(target.target, cst.Name))
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
         if updated_node.value is not None:
-            new = self._named_value(self._target_name(original_node.target), updated_node.value, original_node.value)
+            new = self._named_value(self._target_name(original_node.target), updated_node.value, original_node.value,
+                                    variable=isinstance(original_node.target, cst.Name))
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
         if updated_node.default is not None:
-            new = self._named_value(original_node.name.value, updated_node.default, original_node.default)
+            new = self._named_value(original_node.name.value, updated_node.default, original_node.default,
+                                    variable=True)
             if new is not None:
                 return updated_node.with_changes(default=new)
         return updated_node
@@ -108,22 +124,34 @@ class ValueHandlers(State):
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
         return self._template(original_node, updated_node)
 
+    def _compared_kind(self, node: cst.BaseExpression):
+        """How a value compared with ``node`` is rewritten: as a device (``x.device.type``, ``args.device``),
+        as a backend (``args.dist_backend``, ``dist.get_backend()``), or not (None)."""
+        if self._device_target(node):
+            return self._device_value
+        parts = dotted_parts(node)
+        if parts and BACKEND_NAME.search(parts[-1]):
+            return self._backend_value
+        if isinstance(node, cst.Call) and self.resolve(node.func) in BACKEND_QUERIES:
+            return self._backend_value
+        return None
+
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison:
-        left_is_device = self._device_target(original_node.left)
+        left_kind = self._compared_kind(original_node.left)
         new_left = updated_node.left
         targets = []
         for i, comp in enumerate(original_node.comparisons):
             if not isinstance(comp.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
                 continue
-            if left_is_device:
+            if left_kind is not None:
                 targets.append(i)
-            elif self._device_target(comp.comparator):
-                new = self._device_value(updated_node.left, original_node.left)
+            elif (kind := self._compared_kind(comp.comparator)) is not None:
+                new = kind(updated_node.left, original_node.left)
                 if new is not None:
                     new_left = new
         comparisons = list(updated_node.comparisons)
         for i in targets:
-            new = self._device_value(comparisons[i].comparator, original_node.comparisons[i].comparator)
+            new = left_kind(comparisons[i].comparator, original_node.comparisons[i].comparator)
             if new is not None:
                 comparisons[i] = comparisons[i].with_changes(comparator=new)
         return updated_node.with_changes(left=new_left, comparisons=comparisons)
@@ -147,3 +175,15 @@ class ValueHandlers(State):
                 if self.record(original_node, "rename", f"{value} -> {new}", rule, api=value, new=new):
                     return replace_string(updated_node, value, new)
         return updated_node
+
+
+def _field_default(value: cst.BaseExpression) -> int | None:
+    """The index of the ``default=`` argument of a dataclass ``field(...)`` / ``dataclasses.field(...)``
+    call, or None."""
+    if not isinstance(value, cst.Call):
+        return None
+    parts = dotted_parts(value.func)
+    if not parts or parts[-1] != "field":
+        return None
+    return next((i for i, arg in enumerate(value.args) if arg.keyword is not None and arg.keyword.value == "default"),
+                None)
