@@ -65,6 +65,7 @@ class RuleSet:
     unsupported_attribute: dict[str, Rule] = field(default_factory=dict)  # anywhere: x.NAME
     env: dict[str, Rule] = field(default_factory=dict)
     commands: dict[str, Rule] = field(default_factory=dict)  # shell commands (ShellCommandRule)
+    library_q: dict[str, Rule] = field(default_factory=dict)  # CUDA-only library module -> rule (prefix)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
     trigger_re: "re.Pattern[bytes] | None" = None
     call_re: "re.Pattern[bytes] | None" = None  # method names that trigger as calls only (see _call_pattern)
@@ -84,6 +85,17 @@ class RuleSet:
             if rule is not None:
                 new_prefix = module_new_name(rule)
                 return ".".join([new_prefix, *parts[i:]]), rule
+        return None
+
+    def library_of(self, qualified: str) -> Rule | None:
+        """The LibraryRule of the longest library module ``qualified`` is in, if any."""
+        if not self.library_q:
+            return None
+        parts = qualified.split(".")
+        for i in range(len(parts), 0, -1):
+            rule = self.library_q.get(".".join(parts[:i]))
+            if rule is not None:
+                return rule
         return None
 
     def known_modules(self) -> frozenset[str]:
@@ -379,6 +391,8 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         rs.env[rule["old_name"]] = rule
     elif kind == "ShellCommandRule":
         rs.commands[rule["old_name"]] = rule
+    elif kind == "LibraryRule":
+        rs.library_q[rule["module"]] = rule
 
 
 def _add_new_name_aliases(rs: RuleSet) -> None:
@@ -445,7 +459,7 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     needs: dict[bytes, set[frozenset[bytes]]] = {}
     # device-argument rules whose device defaults to CUDA act on calls without any "cuda" string
     default_cuda = {name for name, rule in rs.device_q.items() if rule.get("default_cuda")}
-    for name in {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q, *default_cuda}:
+    for name in {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q, *default_cuda, *rs.library_q}:
         parts = name.split(".")
         if any(w in p for p in parts for w in words):
             continue  # implied: one of its parts contains a word that is searched anyway

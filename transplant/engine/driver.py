@@ -21,7 +21,7 @@ from ..skeleton import Skeleton, skeleton
 from .bindings import analyse_imports
 from .cst_util import first_line
 from .flow import flow_of
-from .imports import ImportPruner, imports_module, imports_torch_cuda, insert_imports, insertion_anchor, \
+from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
 from .positions import node_positions, positions_and_code
 from .transformer import Converter
@@ -142,7 +142,9 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
     if skel is not None and _used_in_folds(unused, skel):
         raise _Unfold
-    pending = conv.pending
+    # a finding on an import that pruning removes (every use of it was rewritten) has nothing left to point at
+    gone = pruned_aliases(bindings, unused)
+    pending = [p for p in conv.pending if id(p.anchor) not in gone]
     if not pending:
         return Conversion(None, []), set()
 

@@ -129,6 +129,22 @@ class ImportPruner(cst.CSTTransformer):
         return updated_node.with_changes(body=body, footer=footer)
 
 
+def pruned_aliases(bindings: Bindings, unused: set[str]) -> set[int]:
+    """The import aliases the pruner removes for ``unused`` (as ImportPruner decides: an alias with
+    ``as``, or a from-import's name, whose every use was rewritten; a plain ``import a.b`` stays)."""
+    gone: set[int] = set()
+    for node in bindings.import_nodes:
+        if isinstance(node.names, cst.ImportStar):
+            continue
+        for alias in node.names:
+            local = import_asname(alias)
+            if local is None and isinstance(node, cst.ImportFrom) and isinstance(alias.name, cst.Name):
+                local = alias.name.value
+            if local is not None and local in unused:
+                gone.add(id(alias))
+    return gone
+
+
 _REMOVED = "__transplant_removed_import__"
 
 

@@ -99,9 +99,12 @@ class ScopeHandlers(State):
         return False
 
     def _unknown_cuda_import(self, alias: cst.ImportAlias, qualified: str) -> None:
-        """An import of a torch.cuda name no rule knows (its uses are reported where they are)."""
+        """An import of a torch.cuda name no rule knows, or of a CUDA-only library (the uses of the
+        names it binds are reported where they are)."""
         if namespace.unknown(self.rules, qualified):
             self.record(alias, "no_counterpart", namespace.message(qualified), None, api=qualified, level="error")
+        elif (library := self.rules.library_of(qualified)) is not None and self.rules.new_name(qualified) is None:
+            self._library_finding(alias, qualified, library)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if isinstance(node.names, cst.ImportStar) and id(node) not in self.b.plans and not node.relative \

@@ -80,6 +80,13 @@ class State(cst.CSTTransformer):
             self.needs_npu = True
         return True
 
+    def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
+        """A use or an import of a CUDA-only library (LibraryRule): said once per place, with its route."""
+        module = rule["module"]
+        what = module if qualified == module else f"{qualified} (from {module})"
+        self.record(anchor, "library", f"{what}: {rule.get('message', 'CUDA-only library')}", rule, api=module,
+                    level=rule.get("level", "warning"))
+
     def expr(self, text: str) -> cst.BaseExpression:
         node = self._parsed.get(text)
         if node is None:
