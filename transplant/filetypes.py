@@ -60,8 +60,8 @@ def within_limits(kind: str, size: int) -> bool:
 
 def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> bool:
     """The pre-filter of each kind: can its converter change or report anything in ``data``?"""
-    if kind == "python":
-        return rules.may_match(data) or facts.may_match(data)
+    if kind == "python":  # names a star import provides may match rules without being spelled here
+        return rules.may_match(data) or facts.may_match(data) or bool(facts.star_names(path)[0])
     if kind == "notebook":
         return rules.may_match(data)
     if kind == "shell":
@@ -93,7 +93,7 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
         return result
     try:
         if kind == "python":
-            conv = _convert_python(data, rules, facts, prefilter)
+            conv = _convert_python(path, data, rules, facts, prefilter)
         elif kind in ("cpp", "requirements", "config", "dockerfile"):
             conv = _convert_project_file(path, kind, data, rules, facts)
         elif kind == "notebook":
@@ -120,13 +120,14 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
     return result
 
 
-def _convert_python(data: bytes, rules: RuleSet, facts: ProjectFacts, prefilter: bool) -> Conversion:
-    """The engine's conversion, plus the project scan's findings (transplant.project.calls) when
-    the file has one of its trigger words."""
-    if not prefilter or rules.may_match(data):
-        from .engine import convert  # libcst is loaded only once a file needs parsing
+def _convert_python(path: str, data: bytes, rules: RuleSet, facts: ProjectFacts, prefilter: bool) -> Conversion:
+    """The engine's conversion (with what the file's star imports of project modules provide), plus
+    the project scan's findings (transplant.project.calls) when the file has one of its trigger words."""
+    provided, resolved = facts.star_names(path)
+    if not prefilter or provided or rules.may_match(data):
+        from .engine import StarNames, convert  # libcst is loaded only once a file needs parsing
 
-        conv = convert(data, rules)
+        conv = convert(data, rules, StarNames(provided, resolved))
     else:
         conv = Conversion(None, [])
     if facts.may_match(data):  # cheap; sound by itself (test_surface), so applied with or without prefilter

@@ -19,12 +19,12 @@ reach the engine is ../prefilter.py's. The engine never reads or writes files.
 from __future__ import annotations
 
 from ..records import CODES, Conversion, Record, SourceError
-from .bindings import Bindings, analyse_imports
+from .bindings import NO_STARS, Bindings, StarNames, analyse_imports
 from .cst_util import (code_of, dotted_parts, import_asname, import_module_name, is_docstring_stmt, is_future_import,
                        make_dotted, string_value, target_names)
 from .driver import convert, parse
 from .positions import node_positions
 
-__all__ = ["CODES", "Bindings", "Conversion", "Record", "SourceError", "analyse_imports", "code_of", "convert",
+__all__ = ["CODES", "NO_STARS", "Bindings", "StarNames", "Conversion", "Record", "SourceError", "analyse_imports", "code_of", "convert",
            "dotted_parts", "import_asname", "import_module_name", "is_docstring_stmt", "is_future_import",
            "make_dotted", "node_positions", "parse", "string_value", "target_names"]

@@ -9,7 +9,7 @@ variables is the traversal's (scopes.py), applying the plans is imports.py's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import libcst as cst
@@ -192,3 +192,37 @@ def bound_locals(node: cst.Import | cst.ImportFrom) -> list[str]:
             out.append(import_module_name(alias.name).split(".")[0])
     return out
 
+
+
+@dataclass(frozen=True)
+class StarNames:
+    """What a file's star imports of the project's own modules provide (project/stars.py): name ->
+    qualified name, and the modules (as written, dots included) that were found in the project."""
+
+    provided: dict[str, str] = field(default_factory=dict)
+    resolved: tuple[str, ...] = ()
+
+
+NO_STARS = StarNames()
+FREE_ROOT = "torch"  # the one free name taken for a module when a star import may provide it
+
+
+def star_module(node: cst.ImportFrom) -> str:
+    """The module of a ``from ... import *`` as written: leading dots, then the dotted name."""
+    return "." * len(node.relative) + (import_module_name(node.module) if node.module is not None else "")
+
+
+def apply_stars(b: Bindings, stars: StarNames) -> cst.ImportFrom | None:
+    """Add the names star imports provide (an explicit import of the same name wins). When
+    ``torch`` is still unbound and a star import of a module the project does not have could
+    provide it, take it for the torch module and return that import (its record says so)."""
+    for name, qualified in stars.provided.items():
+        b.original.setdefault(name, qualified)
+    if FREE_ROOT in b.original:
+        return None
+    for node in b.import_nodes:
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar) \
+                and star_module(node) not in stars.resolved and star_module(node) != "__future__":
+            b.original[FREE_ROOT] = FREE_ROOT
+            return node
+    return None

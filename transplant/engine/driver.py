@@ -18,12 +18,13 @@ from ..nesting import nesting_error
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, SourceError, skips_file
 from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
-from .bindings import analyse_imports
+from .bindings import NO_STARS, StarNames, analyse_imports, apply_stars, star_module
 from .cst_util import first_line
 from .flow import flow_of
 from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
 from .positions import node_positions, positions_and_code
+from .state import Pending
 from .transformer import Converter
 
 def parse(source: bytes) -> cst.Module:
@@ -66,12 +67,13 @@ class _Unfold(Exception):
     """The skeleton cannot settle this file: convert it whole."""
 
 
-def convert(source: bytes, rules: RuleSet) -> Conversion:
-    """Convert one Python source. Raises SourceError when it does not parse."""
+def convert(source: bytes, rules: RuleSet, stars: StarNames = NO_STARS) -> Conversion:
+    """Convert one Python source; ``stars`` are the names its star imports of project modules
+    provide (project/stars.py). Raises SourceError when it does not parse."""
     if skips_file(source):
         return Conversion(None, [])
     code, footer = _split_footer(source)
-    result = _convert_source(code, rules)
+    result = _convert_source(code, rules, stars)
     if result.new is not None:
         result.new += footer
     return result
@@ -92,18 +94,19 @@ def _split_footer(source: bytes) -> tuple[bytes, bytes]:
     return b"".join(lines[:start]), b"".join(footer)
 
 
-def _convert_source(source: bytes, rules: RuleSet) -> Conversion:
+def _convert_source(source: bytes, rules: RuleSet, stars: StarNames) -> Conversion:
     skip = skipped_lines(source)
     result = None
-    skel = skeleton(source, rules)  # (CPython's parser raises, never crashes, on deep nesting)
+    # names a star import provides are unknown to the skeleton's folding: such a file goes whole
+    skel = skeleton(source, rules) if not stars.provided else None  # (CPython's parser never crashes)
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
-            result = _convert(cst.parse_module(skel.text), rules, skip, skel)
+            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars)
         except (_Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
-        result = _convert(parse(source), rules, skip, None, source)
+        result = _convert(parse(source), rules, skip, None, source, stars=stars)
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
@@ -111,12 +114,13 @@ def _convert_source(source: bytes, rules: RuleSet) -> Conversion:
 
 
 def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton | None,
-             source: bytes | None = None) -> Conversion:
+             source: bytes | None = None, *, stars: StarNames = NO_STARS) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change."""
     excluded: set[int] = set()
     for _attempt in range(3):
-        result, hit = _convert_once(module, rules, excluded, skip, skel, skel.text if skel is not None else source)
+        result, hit = _convert_once(module, rules, excluded, skip, skel, skel.text if skel is not None else source,
+                                    stars=stars)
         if not hit:
             break
         excluded |= hit
@@ -124,9 +128,11 @@ def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton 
 
 
 def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int],
-                  skel: Skeleton | None = None, source: bytes | None = None) -> tuple[Conversion, set[int]]:
+                  skel: Skeleton | None = None, source: bytes | None = None, *,
+                  stars: StarNames = NO_STARS) -> tuple[Conversion, set[int]]:
     """One conversion of ``module``, whose source is ``source`` (when known)."""
     bindings = analyse_imports(module, rules)
+    assumed_at = apply_stars(bindings, stars)  # the star import a free ``torch`` is taken from, if any
     for node in bindings.import_nodes:
         plan = bindings.plans.get(id(node))
         if plan is not None and id(node) in excluded:
@@ -145,6 +151,11 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     # a finding on an import that pruning removes (every use of it was rewritten) has nothing left to point at
     gone = pruned_aliases(bindings, unused)
     pending = [p for p in conv.pending if id(p.anchor) not in gone]
+    if assumed_at is not None and any(p.level == "fix" for p in pending):
+        module_text = star_module(assumed_at)
+        pending.append(Pending(assumed_at, Record(
+            0, 0, 0, 0, CODES["note"], "note", "", f"torch is used in this file without an import of its own: it is "
+            f"taken as the torch module, assumed to come from `from {module_text} import *`", "builtin", api="torch")))
     if not pending:
         return Conversion(None, []), set()
 

@@ -10,12 +10,14 @@ it with their rules and use it to flag the Python calls that reach those operato
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import cpp_ops
+from .stars import provided, star_targets
 
 # Python files that declare builds mention this (every import form of torch.utils.cpp_extension)
 BUILD_WORD = b"cpp_extension"
@@ -43,6 +45,8 @@ class ProjectFacts:
     file_module: tuple[tuple[str, str], ...] = ()  # C++ file -> the module a build makes of it
     cuda_files: frozenset[str] = frozenset()  # C++ files compiled into a CUDA build
     words: tuple[bytes, ...] = STATIC_WORDS
+    # files that star-import project modules: (file, ((name, qualified), ...), (modules found, ...))
+    stars: tuple[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -55,6 +59,14 @@ class ProjectFacts:
             pattern = re.compile(b"|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True)))
             object.__setattr__(self, "_word_re", pattern)
         return pattern.search(data) is not None
+
+    def star_names(self, path: str) -> tuple[dict[str, str], tuple[str, ...]]:
+        """What the star imports of ``path`` provide (name -> qualified name), and which of its
+        star-imported modules are the project's own (see stars.py)."""
+        for file, names, found in self.stars:
+            if file == path:
+                return dict(names), found
+        return {}, ()
 
     def module(self, name: str) -> OpSource | None:
         return next((m for m in self.modules if m.name == name), None)
@@ -90,6 +102,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
 
     scans: dict[str, cpp_ops.CppScan] = {}
     builds: list[tuple[str, object]] = []
+    python_files: dict[str, str] = {}
+    importers: dict[str, list[tuple[int, str]]] = {}
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if not is_py and not cpp_ops.is_cpp(rel):
@@ -102,6 +116,11 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         if len(data) > MAX_SCAN_BYTES:
             continue
         if is_py:
+            python_files[rel] = path
+            if b"import" in data and b"*" in data:
+                targets = star_targets(data)
+                if targets:
+                    importers[rel] = targets
             if BUILD_WORD in data:
                 tree = parse(data)
                 if tree is not None:
@@ -110,7 +129,26 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
                 scans[rel] = scan
-    return _facts(scans, builds)
+    facts = _facts(scans, builds)
+    if importers:
+        facts = dataclasses.replace(facts, stars=_stars(importers, python_files))
+    return facts
+
+
+def _stars(importers: dict[str, list[tuple[int, str]]], python_files: dict[str, str]):
+    def read(rel: str) -> bytes | None:
+        try:
+            with open(python_files[rel], "rb") as fh:
+                return fh.read(MAX_SCAN_BYTES)
+        except OSError:
+            return None
+
+    out = []
+    for rel, targets in sorted(importers.items()):
+        names, found = provided(rel, targets, read, python_files.__contains__)
+        if found:
+            out.append((rel, tuple(sorted(names.items())), found))
+    return tuple(out)
 
 
 def _facts(scans: dict[str, cpp_ops.CppScan], builds: list) -> ProjectFacts:
