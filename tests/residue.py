@@ -1,0 +1,125 @@
+"""What ties a converted Python file to CUDA, read with CPython's ``ast`` independently of the engine.
+
+A tie is: a reference resolving (through the file's imports) into ``torch.cuda``; an import or use of
+a CUDA-only library named by a LibraryRule; a call ``x.cuda(...)``; a CUDA device or "nccl" string
+given to a torch call (positionally or by keyword) or to a ``device``/``backend`` keyword anywhere.
+Used by test_invariant.py: after conversion, every tie left must be named by a finding.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+from conftest import REPO
+from transplant.project.pynames import bindings, dotted
+from transplant.records import SKIP_FILE, SKIP_LINE
+
+DEVICE = re.compile(r"^cuda(:\d+)?$")
+
+
+def library_modules() -> set[str]:
+    out = set()
+    for path in (REPO / "rules").glob("*.json"):
+        if path.name != "schema.json":
+            out |= {r["module"] for r in json.loads(path.read_text())["rules"].get("LibraryRule", [])}
+    return out
+
+
+LIBRARIES = library_modules()
+
+
+def _library(qualified: str) -> bool:
+    parts = qualified.split(".")
+    return any(".".join(parts[:i]) in LIBRARIES for i in range(1, len(parts) + 1))
+
+
+def _cuda_value(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+        DEVICE.match(node.value) is not None or node.value == "nccl")
+
+
+def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int, str]:
+    """line -> what ties it to CUDA, for the lines of ``source`` that do. Parameters and comprehension
+    variables shadow imported names in their scope; lines the user opted out of (``# transplant:
+    skip``, or the whole file) hold no ties; importing a torch.cuda module the rules know is not a
+    tie (its uses are)."""
+    if SKIP_FILE.search(source):
+        return {}
+    tree = ast.parse(source)
+    names = bindings(tree)
+    found: dict[int, str] = {}
+    skipped = {i for i, line in enumerate(source.splitlines(), 1) if SKIP_LINE.search(line)}
+
+    def note(line: int, what: str) -> None:
+        if line not in skipped:
+            found.setdefault(line, what)
+
+    class Walker(ast.NodeVisitor):
+        def __init__(self) -> None:
+            self.shadow: list[set[str]] = []
+
+        def qualified(self, node: ast.AST) -> str | None:
+            parts = dotted(node)
+            if not parts or parts[0] not in names or any(parts[0] in s for s in self.shadow):
+                return None
+            return ".".join([names[parts[0]], *parts[1:]])
+
+        def scoped(self, node: ast.AST, bound: set[str]) -> None:
+            self.shadow.append(bound)
+            self.generic_visit(node)
+            self.shadow.pop()
+
+        def visit_FunctionDef(self, node) -> None:
+            a = node.args
+            self.scoped(node, {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x})
+
+        visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
+
+        def visit_comprehension_owner(self, node) -> None:
+            self.scoped(node, {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)})
+
+        visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_comprehension_owner
+
+        def visit_Import(self, node: ast.Import) -> None:
+            for alias in node.names:
+                if _library(alias.name):
+                    note(node.lineno, alias.name)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            if node.module and not node.level:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if _library(full) or (full.startswith("torch.cuda.") and full not in known_modules):
+                        note(node.lineno, full)
+
+        def visit_Attribute(self, node: ast.Attribute) -> None:
+            self._reference(node)
+
+        def visit_Name(self, node: ast.Name) -> None:
+            self._reference(node)
+
+        def _reference(self, node) -> None:
+            if isinstance(node.ctx, ast.Load):
+                q = self.qualified(node)
+                if q is not None and (q == "torch.cuda" or q.startswith("torch.cuda.") or _library(q)):
+                    note(node.lineno, q)
+                    return  # the chain is one reference
+            self.generic_visit(node)
+
+        def visit_Call(self, node: ast.Call) -> None:
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "cuda":
+                note(node.lineno, ".cuda()")
+            q = self.qualified(func) or ""
+            for arg in node.args:
+                if q.startswith("torch") and _cuda_value(arg):
+                    note(arg.lineno, f"{q}({arg.value!r})")
+            for kw in node.keywords:
+                if _cuda_value(kw.value) and (q.startswith("torch") or kw.arg in ("device", "backend", "map_location")):
+                    note(kw.value.lineno, f"{kw.arg}={kw.value.value!r}")
+            self.generic_visit(node)
+
+    Walker().visit(tree)
+    return found
