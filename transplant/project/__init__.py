@@ -117,10 +117,9 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             continue
         if is_py:
             python_files[rel] = path
-            if b"import" in data and b"*" in data:
-                targets = star_targets(data)
-                if targets:
-                    importers[rel] = targets
+            targets = star_targets(data)
+            if targets:
+                importers[rel] = targets
             if BUILD_WORD in data:
                 tree = parse(data)
                 if tree is not None:

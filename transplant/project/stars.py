@@ -16,11 +16,14 @@ import re
 from typing import Callable
 
 STAR_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\*", re.MULTILINE)
+_ANY_STAR = re.compile(rb"import[ \t]+\*")
 MAX_DEPTH = 8  # star imports of star imports
 
 
 def star_targets(data: bytes) -> list[tuple[int, str]]:
     """The (level, module) of every ``from module import *`` in ``data`` (level: leading dots)."""
+    if _ANY_STAR.search(data) is None:  # a literal-first search: cheap on the many files without one
+        return []
     return [(len(m.group(1)), m.group(2).decode("ascii", "replace")) for m in STAR_IMPORT.finditer(data)]
 
 
