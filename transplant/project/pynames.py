@@ -15,19 +15,27 @@ def bindings(tree: ast.AST) -> dict[str, str]:
     their leading dots: ``from . import _C`` binds ``_C`` to ``._C``)."""
     out: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    out[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".", 1)[0]
-                    out[root] = root
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    joiner = "" if base.endswith(".") or not base else "."
-                    out[alias.asname or alias.name] = base + joiner + alias.name
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(import_bindings(node))
+    return out
+
+
+def import_bindings(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    """What one import statement binds: local name -> qualified name (a star binds nothing here)."""
+    out: dict[str, str] = {}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                out[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".", 1)[0]
+                out[root] = root
+        return out
+    base = "." * node.level + (node.module or "")
+    for alias in node.names:
+        if alias.name != "*":
+            joiner = "" if base.endswith(".") or not base else "."
+            out[alias.asname or alias.name] = base + joiner + alias.name
     return out
 
 

@@ -15,6 +15,8 @@ import posixpath
 import re
 from typing import Callable
 
+from .pynames import import_bindings
+
 STAR_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\*", re.MULTILINE)
 _ANY_STAR = re.compile(rb"import[ \t]+\*")
 MAX_DEPTH = 8  # star imports of star imports
@@ -55,19 +57,10 @@ def exported(tree: ast.Module) -> tuple[dict[str, str], list[tuple[int, str]], s
     stars: list[tuple[int, str]] = []
     public: set[str] | None = None
     for node in _module_level(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".", 1)[0]
-                    names[root] = root
-        elif isinstance(node, ast.ImportFrom):
-            if node.names[0].name == "*":
-                stars.append((node.level, node.module or ""))
-            elif not node.level and node.module:
-                for alias in node.names:
-                    names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        if isinstance(node, ast.ImportFrom) and node.names[0].name == "*":
+            stars.append((node.level, node.module or ""))
+        elif isinstance(node, ast.Import) or isinstance(node, ast.ImportFrom) and not node.level:
+            names.update(import_bindings(node))
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             if isinstance(node.value, (ast.List, ast.Tuple)) and all(
                     isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts):
