@@ -772,9 +772,14 @@ def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
 def test_already_distributed_script_trains_under_torchrun(results, tmp_path):
     root = tmp_path / "job"
     shutil.copytree(results["already"], root, symlinks=True)
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
-                          env=_training_env(), timeout=300)
+    for _attempt in range(3):
+        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                               str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
+                              env=_training_env(), timeout=300)
+        # the user's own teardown (destroy_process_group) now and then aborts a gloo rank at exit on
+        # this CPU wheel, after the training finished: such a run is tried again, any other failure is not
+        if proc.returncode == 0 or "Signal 6 (SIGABRT)" not in proc.stderr:
+            break
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert "npu shim: process group hccl: rank 1 of 2" in proc.stdout  # its own group, on hccl
     assert proc.stdout.count("epoch 1") == 1
