@@ -18,12 +18,15 @@ reach the engine is ../prefilter.py's. The engine never reads or writes files.
 
 from __future__ import annotations
 
+from ..codecache import compiled_dataclasses
 from ..records import CODES, Conversion, Record, SourceError
-from .bindings import NO_STARS, Bindings, StarNames, analyse_imports
-from .cst_util import (code_of, dotted_parts, import_asname, import_module_name, is_docstring_stmt, is_future_import,
-                       make_dotted, string_value, target_names)
-from .driver import convert, parse
-from .positions import node_positions
+
+with compiled_dataclasses():  # libcst's node classes and the engine's: see ../codecache.py
+    from .bindings import NO_STARS, Bindings, StarNames, analyse_imports
+    from .cst_util import (code_of, dotted_parts, import_asname, import_module_name, is_docstring_stmt,
+                           is_future_import, make_dotted, string_value, target_names)
+    from .driver import convert, parse
+    from .positions import node_positions
 
 __all__ = ["CODES", "NO_STARS", "Bindings", "StarNames", "Conversion", "Record", "SourceError", "analyse_imports", "code_of", "convert",
            "dotted_parts", "import_asname", "import_module_name", "is_docstring_stmt", "is_future_import",
