@@ -532,11 +532,9 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: 
 
 
 def _preload_report_modules() -> None:
-    """Import the report writers and the summary table while the workers convert, instead of
-    after the last file."""
+    """Import the report writers while the workers convert, instead of after the last file."""
     try:
-        from .reports import repository, sheets  # noqa: F401
-        import rich.table  # noqa: F401  (the summary; console.py has imported rich.console unless -q)
+        from .reports import log, repository, sheets  # noqa: F401
     except Exception:  # imported again where used, which reports any problem
         pass
 
@@ -575,26 +573,25 @@ def report_name(name: str, taken: set[str]) -> str:
 
 
 def _write_reports(staging: Path, summary: RunSummary, taken: set[str]) -> None:
-    import logging
-
     from .reports import repository as reports
+    from .reports.log import write_log
 
     names = {n: report_name(n, taken) for n in (reports.CHANGE_LIST, reports.UNSUPPORTED, reports.LOG)}
     summary.report_names = names
     reports.write_change_list(staging / names[reports.CHANGE_LIST], summary.results)
     reports.write_unsupported_xlsx(staging / names[reports.UNSUPPORTED], summary.results)
-    logger = reports.open_log(staging / names[reports.LOG])
-    try:
-        logger.info("transplant run: %d files converted, %d copied", summary.changed_files, summary.copied)
-        for note in summary.notes:
-            logger.info(note)
-        for warning in summary.warnings:
-            logger.warning(warning)
-        for res in summary.results:
-            if res.error:
-                logger.error("%s: not converted: %s", res.path, res.error)
-            for r in res.records:
-                level = {"fix": "INFO", "note": "INFO", "warning": "WARNING", "error": "ERROR"}[r.level]
-                logger.log(logging.getLevelName(level), "%s:%d:%d: %s %s", res.path, r.line, r.col, r.code, r.message)
-    finally:
-        reports.close_log(logger)
+    write_log(staging / names[reports.LOG], _log_entries(summary))
+
+
+def _log_entries(summary: RunSummary) -> Iterator[tuple[str, str]]:
+    yield "INFO", f"transplant run: {summary.changed_files} files converted, {summary.copied} copied"
+    for note in summary.notes:
+        yield "INFO", note
+    for warning in summary.warnings:
+        yield "WARNING", warning
+    for res in summary.results:
+        if res.error:
+            yield "ERROR", f"{res.path}: not converted: {res.error}"
+        for r in res.records:
+            level = {"fix": "INFO", "note": "INFO", "warning": "WARNING", "error": "ERROR"}[r.level]
+            yield level, f"{res.path}:{r.line}:{r.col}: {r.code} {r.message}"

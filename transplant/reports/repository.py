@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-import logging
-import logging.handlers
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -101,28 +99,3 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
 def _rate(converted: int, unsupported: int) -> float:
     total = converted + unsupported
     return converted / total if total else 1.0
-
-
-def open_log(path: Path) -> logging.Logger:
-    """The run's log: rotating at 1 MB, at most 10 files (the live one and 9 backups)."""
-    logger = logging.getLogger(f"transplant.run.{id(path)}")
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=1_000_000, backupCount=9, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    return logger
-
-
-def close_log(logger: logging.Logger) -> None:
-    for handler in list(logger.handlers):
-        handler.close()
-        logger.removeHandler(handler)
-
-
-def level_counts(results: Iterable[FileResult]) -> Counter:
-    counts: Counter = Counter()
-    for res in results:
-        for r in res.records:
-            counts[r.level] += 1
-    return counts

@@ -13,7 +13,6 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -45,7 +44,9 @@ def column_letter(n: int) -> str:
 
 def _text(value: str) -> str:
     value = _ILLEGAL.sub(lambda m: f"_x{ord(m.group()):04X}_", value)
-    return escape(value)
+    # XML's markup characters, and the quote, as the text also goes into attribute values (sheet
+    # names); xml.sax.saxutils would do it, but importing it brings urllib, http and ssl
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _cell(ref: str, value: object, style: int) -> str:
