@@ -1,4 +1,9 @@
-"""Repository mode as the user sees it: progress bar, warnings, summary table."""
+"""Repository mode as the user sees it: warnings, a progress bar for long runs, the summary.
+
+Everything is plain text, except in a terminal, where warnings are coloured and a run with many
+files to convert shows a progress bar. rich is imported only for those: a small run starts faster
+without it, and the summary reads the same in a terminal and in a CI log.
+"""
 
 from __future__ import annotations
 
@@ -6,68 +11,100 @@ import sys
 
 from .config import Config
 from .records import needs_hand_rewrite
-from .runner import RunSummary, UsageError, run, rules_for
+from .runner import POOL_MIN_FILES, RunSummary, UsageError, run, rules_for
+
+# Fewer files than this convert in a moment (in this process, without workers): no progress bar.
+PROGRESS_MIN_FILES = POOL_MIN_FILES
+
+
+class _Terminal:
+    """Warnings and the progress bar on a terminal's stderr, through rich (imported on first use)."""
+
+    def __init__(self) -> None:
+        self.console = None
+        self.bar = None
+        self.task = None
+
+    def _console(self):
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(stderr=True, highlight=False)
+        return self.console
+
+    def warn(self, message: str) -> None:
+        from rich.markup import escape
+
+        self._console().print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+
+    def progress(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < PROGRESS_MIN_FILES:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                console=self._console(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("convert", total=total)
+        self.bar.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _plain_warning(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def run_repository(config: Config, *, quiet: bool = False) -> int:
-    err = None  # with -q nothing is printed: rich is not even imported
-    if not quiet:
-        from rich.console import Console
-
-        err = Console(stderr=True, highlight=False)
+    terminal = _Terminal() if not quiet and sys.stderr.isatty() else None
+    warn = None if quiet else terminal.warn if terminal is not None else _plain_warning
     rules = rules_for(config.rule_options)
     post = None
-
-    def warn(message: str) -> None:
-        if err is not None:
-            err.print(f"[yellow]warning:[/] {message}", markup=True, soft_wrap=True)
-
     try:
         if config.distributed_main is not None:
             from .distributed import prepare_distributed
 
             post = prepare_distributed(config)  # validates -m/-t; raises UsageError
-        if err is None or not err.is_terminal:
-            summary = run(config, rules, warn=warn, post_process=post)
-        else:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            with Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, transient=True) as progress:
-                task = progress.add_task("convert", total=None)
-
-                def on_progress(done: int, total: int) -> None:
-                    progress.update(task, completed=done, total=total)
-
-                summary = run(config, rules, on_progress=on_progress, warn=warn, post_process=post)
+        summary = run(config, rules, on_progress=terminal.progress if terminal is not None else None, warn=warn,
+                      post_process=post)
     except UsageError as exc:
         print(f"transplant: error: {exc}", file=sys.stderr)
         return 2
-    if err is not None:
-        print_summary(Console(highlight=False), summary)
+    finally:
+        if terminal is not None:
+            terminal.close()
+    if not quiet:
+        print_summary(sys.stdout, summary)
     return 0
 
 
-def print_summary(out, summary: RunSummary) -> None:
-    from rich.table import Table
-
+def summary_rows(summary: RunSummary) -> list[tuple[str, int]]:
     changes = sum(len(r.changes) for r in summary.results)
     unsupported = sum(1 for r in summary.results for f in r.findings if needs_hand_rewrite(f))  # unparsed: below
-    table = Table(title="transplant summary", show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("files converted", str(summary.changed_files))
-    table.add_row("files copied unchanged", str(summary.copied))
-    table.add_row("changes", str(changes))
-    table.add_row("unsupported API uses (see unsupported_op.xlsx)", str(unsupported))
-    table.add_row("files that could not be parsed", str(len(summary.failed)))
-    out.print(table)
+    return [
+        ("files converted", summary.changed_files),
+        ("files copied unchanged", summary.copied),
+        ("changes", changes),
+        ("unsupported API uses (see unsupported_op.xlsx)", unsupported),
+        ("files that could not be parsed", len(summary.failed)),
+    ]
+
+
+def print_summary(out, summary: RunSummary) -> None:
+    rows = summary_rows(summary)
+    width = max(len(label) for label, _ in rows)
+    digits = max(len(str(count)) for _, count in rows)
+    lines = ["transplant summary"]
+    lines += [f"  {label:<{width}}  {count:>{digits}}" for label, count in rows]
     for note in summary.notes:
-        out.print(note, markup=False, soft_wrap=True)
+        lines.append(note)
     for res in summary.failed:
-        out.print(f"not converted: {res.path}: {res.error}", markup=False, soft_wrap=True)
+        lines.append(f"not converted: {res.path}: {res.error}")
     for name, actual in summary.report_names.items():
         if actual != name:
-            out.print(f"report {name} written as {actual} (the project has its own {name})", markup=False,
-                      soft_wrap=True)
-    out.print(f"result: {summary.result_dir}", markup=False, soft_wrap=True)
+            lines.append(f"report {name} written as {actual} (the project has its own {name})")
+    lines.append(f"result: {summary.result_dir}")
+    print("\n".join(lines), file=out)
