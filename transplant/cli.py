@@ -6,13 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
-from .config import Config, RuleOptions
-from .records import internal_error
-from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError
-from .settings import project_options
+from .codecache import compiled_dataclasses
+
+if TYPE_CHECKING:
+    from .config import RuleOptions
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -28,6 +28,8 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS
+
     p = _Parser(
         prog="transplant",
         description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
@@ -82,6 +84,8 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
 def _options(args: argparse.Namespace) -> RuleOptions:
     """The [tool.transplant] table of the project (the input's for -i, else the current folder's),
     overridden by the flags given."""
+    from .settings import project_options
+
     start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
     return project_options(start, rules=args.rule, specify_device=args.specify_device, similar=args.similar,
                            pytorch_version=args.pytorch_version)[0]
@@ -95,23 +99,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return emulate(argv[1:])
     debug = "--debug" in argv
     try:
-        return _main(argv)
+        if argv[:1] == ["lsp"]:  # a long-lived server: its own start-up (transplant/lsp/)
+            return _main(argv)
+        # the converter's modules and libcst are imported below: see codecache.py
+        with compiled_dataclasses():
+            return _main(argv)
     except KeyboardInterrupt:
         print("transplant: interrupted; no result was written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    except RuleError as exc:
+    except Exception as exc:
+        return _failure(exc, debug)
+
+
+def _failure(exc: Exception, debug: bool) -> int:
+    """One line on stderr for an error that ended the run; the traceback only with --debug."""
+    from .records import internal_error
+    from .rules import RuleError
+
+    if isinstance(exc, RuleError):
         return _fail(str(exc))
-    except OSError as exc:
-        if debug:
-            raise
+    if debug:
+        raise exc
+    if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}", EXIT_USAGE)
-    except Exception as exc:  # last line of defence: one line, not a traceback
-        if debug:
-            raise
-        return _fail(internal_error(exc), 3)
+    return _fail(internal_error(exc), 3)  # last line of defence: one line, not a traceback
 
 
 def _main(argv: list[str]) -> int:
@@ -137,6 +151,8 @@ def _main(argv: list[str]) -> int:
         return _fail("unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)")
     if args.input is None or args.output is None:
         return _fail("the following arguments are required: -i/--input, -o/--output")
+
+    from .config import Config
 
     config = Config(
         input=args.input, output=args.output, rule_options=options, jobs=args.jobs, force=args.force,
