@@ -18,7 +18,7 @@ from transplant import filemodes
 from transplant.cli import main
 from transplant.config import RuleOptions
 from transplant.filetypes import convert_file
-from transplant.runner import rules_for
+from transplant.pool import rules_for
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "filemodes"

@@ -17,7 +17,7 @@ import openpyxl
 import pytest
 
 from conftest import REPO, cached_ruleset
-from transplant import runner
+from transplant import pool as workers, runner, walk
 from transplant.config import RuleOptions
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -109,15 +109,15 @@ def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None
     src = _synthetic(tmp_path)
     rules = cached_ruleset()
     options = RuleOptions()
-    entries = [e for e in runner.walk(src, lambda message: None) if e.kind == "file"]
-    jobs = [runner.Job(e.rel, str(src / e.rel), options, True) for e in entries
+    entries = [e for e in walk.walk(src, lambda message: None) if e.kind == "file"]
+    jobs = [workers.Job(e.rel, str(src / e.rel), options, True) for e in entries
             if not e.rel.endswith((".md", ".png", ".txt", ".yaml", ".json"))]
     window = 2
     seen: list[str] = []
     most = 0
     with ProcessPoolExecutor(max_workers=2) as executor:
         pool = _CountingPool(executor)
-        for result in runner._ordered(pool, jobs, rules, chunk=1, window=window):
+        for result in workers._ordered(pool, jobs, rules, chunk=1, window=window):
             seen.append(result.path)
             # chunks submitted but not yet handed back (the one being yielded counts as handed back)
             most = max(most, pool.submitted - sum(1 for path in seen if path in _heavy(jobs, rules)))
@@ -129,7 +129,7 @@ def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None
 def _heavy(jobs, rules, _cache: dict = {}) -> set[str]:
     key = id(jobs)
     if key not in _cache:
-        _cache[key] = {job.rel for job in jobs if runner._screen(job, rules) is None}
+        _cache[key] = {job.rel for job in jobs if workers._screen(job, rules) is None}
     return _cache[key]
 
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from transplant.config import Config
 from transplant.engine import convert
-from transplant.runner import SKIP_DIRS, VENDOR_DIRS, run
+from transplant.runner import run
+from transplant.walk import SKIP_DIRS, VENDOR_DIRS
 
 from conftest import cached_ruleset
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from transplant import runner
+from transplant import pool, runner
 from transplant.cli import main
 from transplant.nesting import MAX_BRACKETS, MAX_DEPTH, nesting_error
 
@@ -427,14 +427,14 @@ def test_debug_shows_the_traceback(project, tmp_path, monkeypatch):
 
 def _failing_convert(monkeypatch, action):
     """Make the converter fail on files named bad*.py (workers are forked: they inherit this)."""
-    real = runner.convert_file
+    real = pool.convert_file
 
     def convert_file(rel, data, rules, **kw):
         if Path(rel).name.startswith("bad"):
             action()
         return real(rel, data, rules, **kw)
 
-    monkeypatch.setattr(runner, "convert_file", convert_file)
+    monkeypatch.setattr(pool, "convert_file", convert_file)
 
 
 def _bigger_project(root: Path, bad: set[int]) -> Path:

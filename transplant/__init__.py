@@ -3,9 +3,12 @@
 A file goes in at the top and its reports come out at the bottom; each line is a module or package:
 
     cli.py, settings.py, config.py   the command line and [tool.transplant]: argv -> Config
-    console.py                       progress bar and summary of repository mode
-    runner.py                        repository mode: walk the input, run the first pass, hand files to
-                                     worker processes, mirror the tree, write the reports
+    codecache.py                     a faster start: the code dataclasses generates, compiled once
+    console.py                       warnings, progress bar and summary of repository mode
+    runner.py                        repository mode: check the paths, run the first pass, mirror the
+                                     tree into a staging folder, write the reports, put it in place
+    walk.py, pool.py                 the input tree in a stable order; converting files in this process
+                                     or in worker processes, results streamed back in order
     filemodes.py                     --check / --diff / --in-place / stdin, for pre-commit and editors
     project/                         the project-wide first pass: custom C++/CUDA operators and their
                                      builds, facts every worker receives

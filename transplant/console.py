@@ -11,7 +11,8 @@ import sys
 
 from .config import Config
 from .records import needs_hand_rewrite
-from .runner import POOL_MIN_FILES, RunSummary, UsageError, run, rules_for
+from .pool import POOL_MIN_FILES, rules_for
+from .runner import RunSummary, UsageError, run
 
 # Fewer files than this convert in a moment (in this process, without workers): no progress bar.
 PROGRESS_MIN_FILES = POOL_MIN_FILES

@@ -25,7 +25,8 @@ from .reports.diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind, within_limits
 from .project import gather
-from .runner import POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for, set_facts, walk
+from .pool import POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for, set_facts
+from .walk import walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
@@ -103,7 +104,7 @@ def detect_kind(name: str, head: bytes) -> str | None:
 def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
     """Relative paths of the Python files, notebooks and shell scripts below ``root``, sorted.
 
-    Same policy as repository mode (runner.walk), but third-party folders are not entered at all,
+    Same policy as repository mode (walk.walk), but third-party folders are not entered at all,
     and a folder that cannot be listed is an error.
     """
 

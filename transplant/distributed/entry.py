@@ -15,7 +15,8 @@ import libcst as cst
 
 from ..engine import SourceError, parse
 from ..filetypes import FileResult
-from ..runner import RunSummary, UsageError, report_name
+from ..reports.repository import report_name
+from ..runner import RunSummary, UsageError
 from .analysis import Analysis
 from .candidates import candidates
 from .launch import LAUNCH_SCRIPT, launch_script

@@ -20,7 +20,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..config import RuleOptions
 from ..rules import RuleError
-from ..runner import forget_rules, rules_for
+from ..pool import forget_rules, rules_for
 from ..settings import find_pyproject, options_for, read_table
 from .analysis import Analysis, Finding, analyse, uri_path
 from .cells import Cell, analyse_cells

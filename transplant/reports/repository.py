@@ -1,4 +1,4 @@
-"""Reports of a repository conversion: change_list.csv, unsupported_op.xlsx, the log.
+"""Reports of a repository conversion: change_list.csv, unsupported_op.xlsx, the log (log.py).
 
 All of them are views of the same records (see records.Record). The workbook's sheets for custom
 operators and libraries are built by transplant.reports.sheets from the same records.
@@ -10,7 +10,7 @@ import csv
 import io
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from ..filetypes import FileResult
 from .xlsx import BOLD, BOLD_PERCENT, PERCENT, Sheet, write_workbook
@@ -20,6 +20,49 @@ UNSUPPORTED = "unsupported_op.xlsx"
 LOG = "msFmkTranspltlog.txt"
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule", "Code"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def report_name(name: str, taken: set[str]) -> str:
+    """A report's file name that does not collide with a file of the project at the same place."""
+    if name not in taken:
+        return name
+    candidate = f"transplant_{name}"
+    i = 2
+    while candidate in taken:
+        candidate = f"transplant{i}_{name}"
+        i += 1
+    return candidate
+
+
+def write_reports(folder: Path, results: Sequence[FileResult], *, taken: set[str], notes: Sequence[str] = (),
+                  warnings: Sequence[str] = (), copied: int = 0) -> dict[str, str]:
+    """Write the three reports into ``folder``, under names that leave the project's own files of
+    the same names (``taken``) alone; returns report name -> the name it was written under."""
+    from .log import write_log
+
+    names = {n: report_name(n, taken) for n in (CHANGE_LIST, UNSUPPORTED, LOG)}
+    write_change_list(folder / names[CHANGE_LIST], results)
+    write_unsupported_xlsx(folder / names[UNSUPPORTED], results)
+    write_log(folder / names[LOG], log_entries(results, notes, warnings, copied))
+    return names
+
+
+_LOG_LEVEL = {"fix": "INFO", "note": "INFO", "warning": "WARNING", "error": "ERROR"}
+
+
+def log_entries(results: Sequence[FileResult], notes: Sequence[str], warnings: Sequence[str],
+                copied: int) -> Iterator[tuple[str, str]]:
+    converted = sum(1 for r in results if r.new is not None)
+    yield "INFO", f"transplant run: {converted} files converted, {copied} copied"
+    for note in notes:
+        yield "INFO", note
+    for warning in warnings:
+        yield "WARNING", warning
+    for res in results:
+        if res.error:
+            yield "ERROR", f"{res.path}: not converted: {res.error}"
+        for r in res.records:
+            yield _LOG_LEVEL[r.level], f"{res.path}:{r.line}:{r.col}: {r.code} {r.message}"
 
 
 def guard_cell(value: object) -> object:
