@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-from transplant.rules import RuleSet, load_ruleset
+# transplant keeps a compiled-code cache between runs (transplant/codecache.py); the runs of the
+# tests, in this process and in the subprocesses they start, keep theirs in a folder of the
+# session's, not in the home folder of whoever runs the tests. Set before transplant is imported.
+_CODE_CACHE = tempfile.mkdtemp(prefix="transplant-test-cache-")
+os.environ["TRANSPLANT_CACHE_DIR"] = _CODE_CACHE
+
+from transplant.rules import RuleSet, load_ruleset  # noqa: E402  (after the cache folder is set)
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -25,3 +34,7 @@ def cached_ruleset(user_rules: tuple[str, ...] = (), specify_device: bool = Fals
 def rules() -> RuleSet:
     """The built-in rules with default options."""
     return cached_ruleset()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_CODE_CACHE, ignore_errors=True)
