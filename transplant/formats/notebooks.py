@@ -2,10 +2,11 @@
 
 The code cells are converted together, as one program, because they share one namespace (``import
 torch`` in one cell, ``torch.cuda`` in the next). Lines that are IPython syntax rather than Python
-(``%magic``, ``!shell``, ``?help``) are masked with a comment of the same length while the cells are
-converted and put back afterwards. A cell that still does not parse is converted on its own (and
-reported as not converted); ``%%bash`` cells, ``!cmd`` and ``%env`` lines get the shell-script
-treatment (environment variables). The file keeps its JSON layout (indent, escapes, final newline).
+(``%magic``, ``!shell``, ``info = !shell``, ``?help``) are masked with a comment of the same length while
+the cells are converted and put back afterwards. A cell that still does not parse is converted on its
+own (and reported as not converted). ``%%bash`` cells, ``!cmd``, ``x = !cmd``, ``%sx`` and ``%env`` lines get
+the shell-script treatment (environment variables; commands such as ``nvidia-smi`` replaced or
+reported, see shell.py). The file keeps its JSON layout (indent, escapes, final newline).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import re
 from ..engine import convert
 from ..records import Conversion, Record, SourceError, not_converted_record, skips_file
 from ..rules import RuleSet
-from .shell import convert_shell
+from .shell import convert_shell_script
 
-MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+# IPython lines that are not Python: magics, shell escapes (also assigned: "info = !nvidia-smi"), help
+MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$|^\s*[A-Za-z_][\w.]*\s*=\s*[!%]")
 
 
 def _mask(source: str) -> tuple[str, dict[int, str]]:
@@ -48,25 +50,38 @@ def _unmask(source: str, masked: dict[int, str]) -> str:
     return "\n".join(out)
 
 
-SHELL_LINE = re.compile(r"^\s*(!|%env\b|%set_env\b|%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
-SHELL_CELL = re.compile(r"^\s*(%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
+# where a line's shell text starts: "!cmd", "!!cmd", "files = !ls", "%sx cmd", "%system cmd", "%env VAR=1"
+SHELL_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\s*=\s*)?(?:!!?|%(?:sx|system|env|set_env)\b)")
+# cells that are shell scripts as a whole (their first line is the magic); %%writefile of a script too
+SHELL_CELL = re.compile(r"^\s*(%%(bash|sh)\b|%%script\s+(ba)?sh\b|%%writefile\s+(-a\s+)?\S+\.(ba)?sh\s*$)")
 
 
 def _shell_lines(text: str, number: int, rules: RuleSet) -> tuple[str, list[Record]]:
-    """Environment variables in shell lines (``!cmd``, ``%env``) and ``%%bash`` cells."""
+    """Shell lines (``!cmd``, ``x = !cmd``, ``%sx``, ``%env``) and ``%%bash`` cells get what shell
+    scripts get: environment variables renamed, commands replaced or reported (ShellCommandRule).
+    Positions are the cell's line and the column in that line."""
     lines = _lines(text)
     whole = bool(lines) and SHELL_CELL.match(lines[0]) is not None
     records: list[Record] = []
     for i, line in enumerate(lines):
-        if not (whole and i > 0) and not SHELL_LINE.match(line):
-            continue
-        conv = convert_shell(line.encode("utf-8"), rules)
+        if whole:
+            if i == 0:
+                continue  # the magic itself
+            offset = 0
+        else:
+            match = SHELL_LINE.match(line)
+            if match is None:
+                continue
+            offset = match.end()
+        conv = convert_shell_script(line[offset:].encode("utf-8"), rules)
         for r in conv.records:
             r.line = r.end_line = i + 1
+            r.col += offset
+            r.end_col += offset
             r.message = f"cell {number}: {r.message}"
             records.append(r)
         if conv.new is not None:
-            lines[i] = conv.new.decode("utf-8")
+            lines[i] = line[:offset] + conv.new.decode("utf-8")
     return "".join(lines), records
 
 
@@ -218,11 +233,15 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         new_text = new_texts.get(number)
-        text_now = new_text if new_text is not None else _cell_text(cell)
-        if rules.env and not skips_file(text_now.encode("utf-8")):
+        original = _cell_text(cell)
+        text_now = new_text if new_text is not None else original
+        if (rules.env or rules.commands) and not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
+                if new_text is not None:  # the engine may have added import lines: records count the cell's own
+                    shell_records = _shell_lines(original, number, rules)[1]
                 records.extend(shell_records)
+            if shell_text != text_now:  # (findings alone change nothing)
                 new_text = shell_text
         if new_text is None:
             continue
