@@ -51,9 +51,15 @@ PIECES = [
     "s = amp.scale_loss(loss, opt)",
     "w = cupy.zeros(3)",
     "n = torch.cuda",
+    "sp.run(['nvidia-smi'])",
+    "sp.run(['nvidia-smi', '-i', '{n}'], check=True)",
+    "info = sp.check_output('nvidia-smi', shell=True)",
+    "os.system('nvidia-smi -L && nvcc --version')",
+    "os.system(f'nvidia-smi -i {{i}}')",
+    "print('nvidia-smi -L')",
 ]
-HEADER = ("import torch\nimport torch.cuda as tc\nimport torch.distributed as dist\nimport cupy\n"
-          "from flash_attn import flash_attn_func\nfrom apex import amp\n")
+HEADER = ("import os\nimport torch\nimport torch.cuda as tc\nimport torch.distributed as dist\nimport cupy\n"
+          "import subprocess as sp\nfrom flash_attn import flash_attn_func\nfrom apex import amp\n")
 
 
 @settings(max_examples=60, deadline=None)

@@ -217,6 +217,34 @@ def test_notebook_shell_lines_and_cells_get_the_shell_command_rules(tmp_path):
     assert again.new is None and again.changes == []
 
 
+def test_shell_commands_run_from_python_are_replaced_or_reported(tmp_path):
+    project = tmp_path / "gpuinfo"
+    project.mkdir()
+    (project / "status.py").write_text(
+        'import subprocess as sp\nfrom os import system\n\n'
+        'system("nvidia-smi")\n'
+        'used = sp.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])\n'
+        'sp.run(["gpustat"])\n'
+        'print("nvidia-smi shows the GPUs")\n', encoding="utf-8")
+    user = FIXTURES / "rules" / "commands_user.json"
+    result = convert_project(project, tmp_path / "out", "-r", str(user))
+    assert (result / "status.py").read_text(encoding="utf-8") == (
+        'import subprocess as sp\nfrom os import system\n\n'
+        'system("npu-smi info")\n'
+        'used = sp.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])\n'
+        'sp.run(["npu-smi", "info"])\n'
+        'print("nvidia-smi shows the GPUs")\n')  # no torch_npu import: a command needs none
+    _, rows = read_change_list(result)
+    assert [(r["File"], r["Start Line"], r["Operation Type"], r["Message"].split(" (")[0]) for r in rows] == [
+        ("status.py", "4", "shell command", "nvidia-smi -> npu-smi info"),
+        ("status.py", "6", "shell command", "gpustat -> npu-smi info")]
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    found = [(row[0], row[1], row[4], row[5]) for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True)]
+    assert found == [("status.py", 5, "nvidia-smi", "warning")]
+    again = convert_file("status.py", (result / "status.py").read_bytes(), cached_ruleset((str(user),)))
+    assert again.new is None and again.changes == []
+
+
 @pytest.mark.parametrize("indent,eol", [(1, b"\n"), (2, b"\n"), (1, b"\r\n")])
 def test_notebook_layout_is_kept(tmp_path, indent, eol):
     project = tmp_path / "nb2"
