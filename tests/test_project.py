@@ -245,6 +245,24 @@ def test_shell_commands_run_from_python_are_replaced_or_reported(tmp_path):
     assert again.new is None and again.changes == []
 
 
+def test_notebook_calls_of_the_projects_custom_operators_reach_the_workbook(tmp_path):
+    project = tmp_path / "nbops"
+    (project / "csrc").mkdir(parents=True)
+    (project / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n', encoding="utf-8")
+    (project / "demo.ipynb").write_bytes(notebook(
+        ("markdown", ["`my_ext.go` is our kernel\n"]),
+        ("code", ["import my_ext\n"]),
+        ("code", ["%time y = 1\n", "y = my_ext.go(x)\n"])))
+    result = convert_project(project, tmp_path / "out")
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    rows = [row for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True) if row[0] == "demo.ipynb"]
+    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(2, 5, "my_ext.go", "error")]
+    assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[0])
+    assert (result / "demo.ipynb").read_bytes() == (project / "demo.ipynb").read_bytes()  # reported, not changed
+    ops = [row for row in wb["Custom operators"].iter_rows(min_row=2, values_only=True)]
+    assert ops == [("csrc/ops.cu", "my_ext.go", 1, "demo.ipynb cell 3:2")]
+
+
 @pytest.mark.parametrize("indent,eol", [(1, b"\n"), (2, b"\n"), (1, b"\r\n")])
 def test_notebook_layout_is_kept(tmp_path, indent, eol):
     project = tmp_path / "nb2"
