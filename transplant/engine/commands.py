@@ -18,7 +18,8 @@ nvidia-smi have no one-to-one counterparts in npu-smi), a command whose output t
 format, so the parsing must be ported, which a rename would hide), a command built from pieces
 (f-strings, ``+``, ``%``, ``.format``) and commands without a ``new_name`` (``nvcc``).
 
-Owns no ``visit_``/``leave_`` method: calls.py's ``leave_Call`` hands it the calls it resolves.
+A variable the file runs as a command (flow.py: ``cmd = "nvidia-smi -L"; os.system(cmd)``) is reported
+where it is assigned. Owns ``visit_Assign``; calls.py's ``leave_Call`` hands it the calls it resolves.
 """
 
 from __future__ import annotations
@@ -148,6 +149,31 @@ class CommandHandlers(State):
             return False
         self._command_finding(elements[0], name, rule, qualified, reads_output and exact and bool(new))
         return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``cmd = "nvidia-smi -L"`` (or a list) where the file runs ``cmd`` (flow.py): reported, not
+        rewritten (how the command is run is not known here)."""
+        if not self.flow.commands or not self.rules.commands:
+            return
+        if not any(isinstance(t.target, cst.Name) and t.target.value in self.flow.commands for t in node.targets):
+            return
+        value = node.value
+        if isinstance(value, (cst.List, cst.Tuple)):
+            if not value.elements or isinstance(value.elements[0], cst.StarredElement):
+                return
+            anchor = value.elements[0].value
+            program, _ = _text(anchor)
+            name = program.rsplit("/", 1)[-1] if program is not None and _HOLE not in program else None
+            found = [name] if name in self.rules.commands else []
+        else:
+            anchor = value
+            text, _ = _text(value)
+            found = [] if text is None else [n for n, *_ in command_uses(text.encode("utf-8", "surrogatepass"),
+                                                                          self.rules)]
+        for name in found:
+            rule = self.rules.commands[name]
+            self.record(anchor, "project_file", f"{name}: {rule.get('message', 'CUDA-only command')}; this variable "
+                        f"is run as a command in this file", rule, api=name, level="warning", operation="shell command")
 
     def _command_fix(self, anchor: cst.CSTNode, name: str, new: str, rule: Rule, *, code_of_node: cst.CSTNode) -> bool:
         return self.record(anchor, "command", f"{name} -> {new}", rule, api=name, new=self.module.code_for_node(code_of_node),
