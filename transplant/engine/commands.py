@@ -97,11 +97,11 @@ class CommandHandlers(State):
             rule = self.rules.commands[name]
             exact = literal and not rest and text.strip() == name
             new = rule.get("new_name")
-            if exact and new and not captured and shell is not None:
+            if exact and new and not captured and shell is not None and _words(new) is not None:
                 if split or shell or " " not in new.strip():
                     new_node = _string_like(node, new)  # a shell's text, shlex.split("npu-smi info")
                 else:  # the string names the program: the new command's words become a list
-                    words = shlex.split(new)
+                    words = _words(new)
                     new_node = cst.List([cst.Element(_string_like(node, word), comma=cst.Comma(
                         whitespace_after=cst.SimpleWhitespace(" "))) for word in words[:-1]]
                         + [cst.Element(_string_like(node, words[-1]))])
@@ -135,8 +135,8 @@ class CommandHandlers(State):
             return False
         new = rule.get("new_name")
         exact = literal and program == name and len(elements) == 1 and not starred
-        if exact and new and not captured and form != "argv":
-            words = shlex.split(new)
+        words = _words(new) if new else None
+        if exact and words and not captured and form != "argv":
             first = elements[0]
             new_node = node.with_changes(elements=[
                 cst.Element(_string_like(first, word), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -271,10 +271,21 @@ def _text(node: cst.BaseExpression) -> tuple[str | None, bool]:
 def _string_like(model: cst.BaseExpression, value: str) -> cst.SimpleString:
     """A string literal of ``value`` in the quote style of ``model`` (a string literal, or "\"")."""
     quote = model.quote if isinstance(model, cst.SimpleString) else '"'
-    if len(quote) == 3 or quote in value or "\\" in value:
-        quote = '"' if '"' not in value else "'"
-    prefix = model.prefix.replace("b", "").replace("B", "") if isinstance(model, cst.SimpleString) else ""
+    if len(quote) == 3:
+        quote = quote[0]
+    if quote in value or "\\" in value or not value.isprintable():
+        return cst.SimpleString(repr(value))  # (a user's new_name with quotes or escapes)
+    prefix = model.prefix.lower().replace("b", "").replace("r", "") if isinstance(model, cst.SimpleString) else ""
     return cst.SimpleString(prefix + quote + value + quote)
+
+
+def _words(command: str) -> list[str] | None:
+    """The words of a rule's ``new_name`` as a program and its arguments (None: not a command line)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes
+        return None
+    return words or None
 
 
 def _set_arg(args: list[cst.Arg], index: int, value: cst.BaseExpression) -> None:
