@@ -444,7 +444,8 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     Why this is sound: the engine resolves ``a.b.c`` through the file's imports, so a qualified
     name matches only where each of its parts is spelled as an identifier, either in the
     reference or in the import that binds its prefix (``import torch.cuda as tc``). Bare, method
-    and attribute names, and environment variables, are matched as they are spelled. Device-
+    and attribute names, environment variables and shell commands (in a shell line, or in a string
+    Python runs: engine/commands.py) are matched as they are spelled. Device-
     argument rules and generic device keywords act only on strings containing ``cuda``, backend
     values (``backend = "nccl"``) only on ``nccl``. String
     values spelled with escapes are the one way to match without the bytes; may_match checks

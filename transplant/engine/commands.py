@@ -66,7 +66,7 @@ class CommandHandlers(State):
             return False
         node = call.args[index].value
         shell = _shell_flag(call) if form == "args" else form == "shell"
-        captured = reads_output or _captures(call)
+        captured = reads_output or _captures(call, self.resolve)
         if isinstance(node, (cst.List, cst.Tuple)) or form == "argv":
             # (a list run by a shell passes its other elements to the shell, not to the command)
             return self._argv_command(call, index, args, node, form, captured or shell is not False, qualified)
@@ -116,7 +116,7 @@ class CommandHandlers(State):
                       captured: bool, qualified: str) -> bool:
         """A command given as its program and arguments: a list or tuple, or (``argv``) the call's
         positional arguments. ``captured``: it is not safe to replace (the program may read the output)."""
-        reads_output = captured and (RUNNERS[qualified][1] or _captures(call))
+        reads_output = captured and (RUNNERS[qualified][1] or _captures(call, self.resolve))
         if form == "argv":
             elements = [a.value for a in call.args if a.keyword is None]
             starred = any(a.star for a in call.args)
@@ -214,15 +214,16 @@ def _shell_flag(call: cst.Call) -> bool | None:
     return False
 
 
-def _captures(call: cst.Call) -> bool:
-    """Does the call take the output away from the terminal (``stdout=PIPE``, ``capture_output=True``),
-    or might it (``**kwargs``)?"""
+def _captures(call: cst.Call, resolve) -> bool:
+    """Does the call give the output to the program (``stdout=PIPE``, ``capture_output=True``, a file),
+    or might it (``**kwargs``)? ``stdout=None`` and ``stdout=subprocess.DEVNULL`` do not."""
     for arg in call.args:
         if arg.star == "**":
             return True
         if arg.keyword is not None and arg.keyword.value in _CAPTURE_KEYWORDS:
             value = arg.value
-            if not (isinstance(value, cst.Name) and value.value in ("None", "False")):
+            if not (isinstance(value, cst.Name) and value.value in ("None", "False")
+                    or resolve(value) == "subprocess.DEVNULL"):
                 return True
     return False
 
