@@ -2,7 +2,9 @@
 
 A tie is: a reference resolving (through the file's imports) into ``torch.cuda``; an import or use of
 a CUDA-only library named by a LibraryRule; a call ``x.cuda(...)``; a CUDA device or "nccl" string
-given to a torch call (positionally or by keyword) or to a ``device``/``backend`` keyword anywhere.
+given to a torch call (positionally or by keyword) or to a ``device``/``backend`` keyword anywhere;
+a CUDA-only command (a ShellCommandRule's name) run by ``os``, ``subprocess`` or ``asyncio``: the
+first word of a command string (or of one of its shell commands), or a command list's program.
 Used by test_invariant.py: after conversion, every tie left must be named by a finding.
 """
 
@@ -28,6 +30,44 @@ def library_modules() -> set[str]:
 
 
 LIBRARIES = library_modules()
+
+
+def command_names() -> set[str]:
+    out = set()
+    for path in (REPO / "rules").glob("*.json"):
+        if path.name != "schema.json":
+            out |= {r["old_name"] for r in json.loads(path.read_text())["rules"].get("ShellCommandRule", [])}
+    return out
+
+
+COMMANDS = command_names()
+RUNNER_MODULES = ("os.", "subprocess.", "asyncio.create_subprocess")
+# a shell command's first word: at the start or after ; & | ( $( `, then any VAR=value
+_SHELL_WORD = re.compile(r"(?:^|[;&|(`]|\$\()\s*(?:\w+=\S*\s+)*([^\s;&|()`]+)")
+
+
+def _runs_command(node: ast.AST) -> str | None:
+    """The CUDA-only command a runner's argument starts (string, f-string, list or tuple), if any."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return _runs_command(node.elts[0]) if node.elts else None
+    if isinstance(node, ast.JoinedStr):
+        text = "".join(v.value if isinstance(v, ast.Constant) else "\0" for v in node.values)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return _runs_command(node.left)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "split")
+          and isinstance(node.func.value, (ast.Constant, ast.JoinedStr))):
+        return _runs_command(node.func.value)
+    elif isinstance(node, ast.Call) and node.args:  # shlex.split("...")
+        return _runs_command(node.args[0])
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    else:
+        return None
+    for m in _SHELL_WORD.finditer(text):
+        word = m.group(1).rsplit("/", 1)[-1]
+        if word in COMMANDS:
+            return word
+    return None
 
 
 def _library(qualified: str) -> bool:
@@ -119,6 +159,11 @@ def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int
             for kw in node.keywords:
                 if _cuda_value(kw.value) and (q.startswith("torch") or kw.arg in ("device", "backend", "map_location")):
                     note(kw.value.lineno, f"{kw.arg}={kw.value.value!r}")
+            if q.startswith(RUNNER_MODULES):
+                command = [*node.args[:1], *(kw.value for kw in node.keywords if kw.arg in ("args", "cmd", "command"))]
+                found_command = _runs_command(command[0]) if command else None
+                if found_command is not None:
+                    note(command[0].lineno, f"{q}({found_command!r})")
             self.generic_visit(node)
 
     Walker().visit(tree)

@@ -128,6 +128,24 @@ def test_check_shell_script_and_notebook(work, capsys):
     assert "cell 2: .cuda() -> .npu()" in out
 
 
+def test_check_shows_shell_commands_run_from_python_and_notebooks(work, capsys):
+    (work / "gpu.py").write_text('import subprocess as sp\nfrom os import system\n\nsystem("nvidia-smi")\n'
+                                 'sp.run(["nvidia-smi", "-L"])\nprint("nvidia-smi -L")\n', encoding="utf-8")
+    (work / "gpu.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                                           "execution_count": None,
+                                                           "source": ["x = 1\n", "!nvidia-smi -L\n"]}],
+                                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    code, out, _ = cli(capsys, "--check", "gpu.py", "gpu.ipynb")
+    assert code == 1
+    rows = [(m["path"], m["line"], m["col"], m["code"]) for m in parse_lines(out)]
+    assert rows == [("gpu.py", "4", "8", "TP107"), ("gpu.py", "5", "9", "TP207"), ("gpu.ipynb", "2", "2", "TP207")]
+    assert "cell 1: nvidia-smi:" in out
+    code, _, _ = cli(capsys, "--in-place", "gpu.py")
+    assert (work / "gpu.py").read_text(encoding="utf-8").splitlines()[3] == 'system("npu-smi info")'
+    code, out, _ = cli(capsys, "--check", "gpu.py")
+    assert [(m["line"], m["code"]) for m in parse_lines(out)] == [("5", "TP207")]  # what is left for the user
+
+
 def test_check_never_modifies_anything_even_with_every_kind_of_input(work, capsys):
     before = snapshot(work)
     code, _, _ = cli(capsys, "--check", ".")

@@ -51,9 +51,15 @@ PIECES = [
     "s = amp.scale_loss(loss, opt)",
     "w = cupy.zeros(3)",
     "n = torch.cuda",
+    "sp.run(['nvidia-smi'])",
+    "sp.run(['nvidia-smi', '-i', '{n}'], check=True)",
+    "info = sp.check_output('nvidia-smi', shell=True)",
+    "os.system('nvidia-smi -L && nvcc --version')",
+    "os.system(f'nvidia-smi -i {{i}}')",
+    "print('nvidia-smi -L')",
 ]
-HEADER = ("import torch\nimport torch.cuda as tc\nimport torch.distributed as dist\nimport cupy\n"
-          "from flash_attn import flash_attn_func\nfrom apex import amp\n")
+HEADER = ("import os\nimport torch\nimport torch.cuda as tc\nimport torch.distributed as dist\nimport cupy\n"
+          "import subprocess as sp\nfrom flash_attn import flash_attn_func\nfrom apex import amp\n")
 
 
 @settings(max_examples=60, deadline=None)
@@ -63,3 +69,30 @@ HEADER = ("import torch\nimport torch.cuda as tc\nimport torch.distributed as di
 def test_generated_programs_leave_nothing_silent(pieces):
     body = "\n".join(p.format(name=name, n=n) for p, name, n in pieces)
     assert unreported((HEADER + body + "\n").encode()) == {}
+
+
+COMMAND_CALLS = ["os.system({s})", "sp.run({l})", "sp.run({s}, shell=True)", "run({l}, capture_output=True)",
+                 "sp.check_output({l})", "sp.call(shlex.split({s}))", "sp.Popen({l}, stdout=sp.PIPE)", "run({s})",
+                 "print({s})", "log.info({l})"]
+COMMAND_STRINGS = ["'nvidia-smi'", "'nvidia-smi -L'", "'nvcc -V'", "'echo nvidia-smi'", "f'nvidia-smi -i {{i}}'",
+                   "'ls; nvidia-smi'", "'nvidia-smi | head'", "'my-nvidia-smi'"]
+COMMAND_LISTS = ["['nvidia-smi']", "['nvidia-smi', '-L']", "('nvidia-smi',)", "['echo', 'nvidia-smi']", "['nvcc']",
+                 "['/usr/bin/nvidia-smi']"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(COMMAND_CALLS), st.sampled_from(COMMAND_STRINGS),
+                          st.sampled_from(COMMAND_LISTS)), min_size=1, max_size=6))
+def test_generated_command_calls_are_converted_once_and_never_silent(calls):
+    lines = [call.format(s=s, l=l) for call, s, l in calls]
+    source = ("import os\nimport shlex\nimport subprocess as sp\nfrom subprocess import run\n"
+              + "\n".join(lines) + "\n").encode()
+    assert unreported(source) == {}
+    conv = convert(source, options_of(source))
+    new = conv.new if conv.new is not None else source
+    again = convert(new, options_of(new))
+    assert again.new is None and not [r for r in again.records if r.is_change]
+    # prose is no command: a print or a log line gets nothing
+    quiet = {i + 5 for i, line in enumerate(lines) if line.startswith(("print(", "log."))}
+    assert not [r for r in conv.records if r.line in quiet]
+    assert all(new.splitlines()[n - 1] == source.splitlines()[n - 1] for n in quiet)

@@ -95,6 +95,9 @@ ident = st.text(string.ascii_lowercase, min_size=1, max_size=6).map(lambda s: "v
 qualified = st.sampled_from(NAMES["qualified"])
 member = st.sampled_from(NAMES["member"])
 env = st.sampled_from(NAMES["env"])
+# commands as Python runs them: spelled, through escapes, in pieces, in prose
+command = st.sampled_from(["'nvidia-smi'", "['nvidia-smi', '-L']", "'nvidia\\x2dsmi'", "'nvidia\\055smi'",
+                           "('nvidia-smi',)", "'nvidia-' 'smi'", "'echo nvidia-smi'", "['nvcc']", "'npu-smi info'"])
 literal = st.sampled_from(["'cuda'", '"cuda:0"', "'cpu'", "f'cuda:{i}'", "'nccl'", "'\\x63uda'", "'cu\\\nda'",
                            "'\\u0063uda:1'", "'npu'", "None", "0"])
 
@@ -141,7 +144,8 @@ def other_statement(draw) -> str:
         'os.environ["{e}"] = "0"\n', "d = {{'device': {a}}}\n", "dict(os.environ, {e}='1')\n",
         "# {e} cuda in a comment\n", '"""docstring about cuda"""\n', "z = 1; w = 2\n",
         "class C:\n    def m(self, {i}):\n        return {i}.cuda()\n", "print('plain')\n",
-    ])).format(a=draw(literal), e=draw(env), i=draw(ident))
+        "import subprocess as sp\nsp.run({c})\n", "os.system({c})\n", "print({c})\n",
+    ])).format(a=draw(literal), e=draw(env), i=draw(ident), c=draw(command))
 
 
 snippet = st.lists(st.one_of(use_of_qualified(), use_of_member(), other_statement()), min_size=1, max_size=6).map("".join)
@@ -169,6 +173,15 @@ def test_triggers_come_from_rule_data(tmp_path: Path) -> None:
     assert not with_user.may_match(b"def kernel_launch():\n    pass\nkernel_launch()\n")
 
 
+def test_user_shell_commands_are_trigger_words() -> None:
+    source = b"import subprocess\nsubprocess.run(['gpustat'])\n"
+    assert not cached_ruleset().may_match(source)
+    with_user = cached_ruleset((str(FIXTURES / "rules" / "commands_user.json"),))
+    assert with_user.may_match(source) and b"gpustat" in with_user.triggers
+    result = convert_file("gpu.py", source, with_user)
+    assert not result.skipped and result.new == b"import subprocess\nsubprocess.run(['npu-smi', 'info'])\n"
+
+
 @pytest.mark.parametrize("source", [
     b"import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
     b"        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
@@ -191,6 +204,10 @@ def test_ordinary_files_are_not_parsed(source: bytes) -> None:
     b"import torch.cuda as tc\ntc.synchronize()\n",
     b"import torch\ntorch.compile(model)\n",  # reported as unsupported on NPU
     b"os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+    b"import os\nos.system('nvidia-smi')\n",  # commands (ShellCommandRule) are trigger words
+    b"import subprocess\nsubprocess.run(['nvcc', '--version'])\n",
+    b"import os\nos.system('nvidia\\x2dsmi')\n",  # "-" spelled by an escape
+    b"import os\nos.system('nvidia\\u002dsmi')\n",
 ])
 def test_files_that_may_match_are_parsed(source: bytes) -> None:
     assert cached_ruleset().may_match(source)

@@ -165,7 +165,7 @@ def test_notebook_is_converted_as_one_program_and_stays_nbformat4(tmp_path):
     nb = assert_valid_nbformat4(out)
     cells = [cell["source"] for cell in nb["cells"]]
     assert cells[0] == ["# Training on cuda\n", "Call `x.cuda()` to move x. Überall.\n"]
-    assert cells[1] == ["%matplotlib inline\n", "import torch\n", "import torch_npu\n", "!nvidia-smi\n",
+    assert cells[1] == ["%matplotlib inline\n", "import torch\n", "import torch_npu\n", "!npu-smi info\n",
                         "x = torch.zeros(1).npu()"]
     assert cells[2] == ["torch_npu.npu.synchronize()\n", "x?\n"]  # torch was imported in cell 2
     assert cells[3] == ["%%bash\n", "export ASCEND_RT_VISIBLE_DEVICES=0\n", "echo $MY_CUDA_VISIBLE_DEVICES\n"]
@@ -173,7 +173,7 @@ def test_notebook_is_converted_as_one_program_and_stays_nbformat4(tmp_path):
     assert cells[5] == ["def broken(:\n", "    torch.cuda.synchronize()\n"]  # does not parse: kept
     # the layout of the file is Jupyter's own: only changed lines differ
     changed = [line for line in out.decode().splitlines() if line not in source.decode().splitlines()]
-    assert len(changed) == 6
+    assert len(changed) == 7
     assert "Überall" in out.decode("utf-8")
 
     _, rows = read_change_list(result)
@@ -182,6 +182,85 @@ def test_notebook_is_converted_as_one_program_and_stays_nbformat4(tmp_path):
     assert any(m.startswith("cell 3: torch.cuda.synchronize -> torch_npu.npu.synchronize") for m in messages)
     assert any(m.startswith("cell 4: CUDA_VISIBLE_DEVICES") for m in messages)
     assert ("1", "TP101") in {(r["Start Line"], r["Code"]) for r in rows if r["Message"].startswith("cell 3:")}
+
+
+def test_notebook_shell_lines_and_cells_get_the_shell_command_rules(tmp_path):
+    project = tmp_path / "nbcmd"
+    project.mkdir()
+    source = notebook(
+        ("code", ["import torch\n", "!nvidia-smi\n", "gpu_info = !nvidia-smi\n", "!nvidia-smi -L\n",
+                  "print('run nvidia-smi to see the GPUs')\n", "x = torch.zeros(1).cuda()\n"]),
+        ("code", ["%%bash\n", "nvidia-smi\n", "nvcc --version\n", "echo nvidia-smi  # not run\n"]),
+        ("markdown", ["Run `!nvidia-smi` first.\n"]),
+        ("code", ["%%capture\n", "!!nvidia-smi --query-gpu=name --format=csv\n"]),
+        ("code", ["%sx nvidia-smi\n", "!my-nvidia-smi\n"]),
+    )
+    (project / "gpu.ipynb").write_bytes(source)
+    result = convert_project(project, tmp_path / "out")
+    nb = assert_valid_nbformat4((result / "gpu.ipynb").read_bytes())
+    cells = [cell["source"] for cell in nb["cells"]]
+    assert cells[0] == ["import torch\n", "import torch_npu\n", "!npu-smi info\n", "gpu_info = !npu-smi info\n",
+                        "!nvidia-smi -L\n", "print('run nvidia-smi to see the GPUs')\n", "x = torch.zeros(1).npu()\n"]
+    assert cells[1] == ["%%bash\n", "npu-smi info\n", "nvcc --version\n", "echo nvidia-smi  # not run\n"]
+    assert cells[2] == ["Run `!nvidia-smi` first.\n"]  # markdown is prose
+    assert cells[3] == ["%%capture\n", "!!nvidia-smi --query-gpu=name --format=csv\n"]
+    assert cells[4] == ["%sx npu-smi info\n", "!my-nvidia-smi\n"]
+    _, rows = read_change_list(result)
+    # lines and columns are those of the cell as it was (the import added above does not move them)
+    got = sorted((r["Message"].split(":", 1)[0], r["Start Line"]) for r in rows if r["Code"] == "TP107")
+    assert got == [("cell 1", "2"), ("cell 1", "3"), ("cell 2", "2"), ("cell 5", "1")]
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    found = sorted((row[1], row[4]) for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True)
+                   if row[0] == "gpu.ipynb" and row[4] in ("nvidia-smi", "nvcc"))
+    assert found == [(2, "nvidia-smi"), (3, "nvcc"), (4, "nvidia-smi")]  # cells 4, 2 and 1
+    again = convert_file("gpu.ipynb", (result / "gpu.ipynb").read_bytes(), cached_ruleset())
+    assert again.new is None and again.changes == []
+
+
+def test_shell_commands_run_from_python_are_replaced_or_reported(tmp_path):
+    project = tmp_path / "gpuinfo"
+    project.mkdir()
+    (project / "status.py").write_text(
+        'import subprocess as sp\nfrom os import system\n\n'
+        'system("nvidia-smi")\n'
+        'used = sp.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])\n'
+        'sp.run(["gpustat"])\n'
+        'print("nvidia-smi shows the GPUs")\n', encoding="utf-8")
+    user = FIXTURES / "rules" / "commands_user.json"
+    result = convert_project(project, tmp_path / "out", "-r", str(user))
+    assert (result / "status.py").read_text(encoding="utf-8") == (
+        'import subprocess as sp\nfrom os import system\n\n'
+        'system("npu-smi info")\n'
+        'used = sp.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])\n'
+        'sp.run(["npu-smi", "info"])\n'
+        'print("nvidia-smi shows the GPUs")\n')  # no torch_npu import: a command needs none
+    _, rows = read_change_list(result)
+    assert [(r["File"], r["Start Line"], r["Operation Type"], r["Message"].split(" (")[0]) for r in rows] == [
+        ("status.py", "4", "shell command", "nvidia-smi -> npu-smi info"),
+        ("status.py", "6", "shell command", "gpustat -> npu-smi info")]
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    found = [(row[0], row[1], row[4], row[5]) for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True)]
+    assert found == [("status.py", 5, "nvidia-smi", "warning")]
+    again = convert_file("status.py", (result / "status.py").read_bytes(), cached_ruleset((str(user),)))
+    assert again.new is None and again.changes == []
+
+
+def test_notebook_calls_of_the_projects_custom_operators_reach_the_workbook(tmp_path):
+    project = tmp_path / "nbops"
+    (project / "csrc").mkdir(parents=True)
+    (project / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n', encoding="utf-8")
+    (project / "demo.ipynb").write_bytes(notebook(
+        ("markdown", ["`my_ext.go` is our kernel\n"]),
+        ("code", ["import my_ext\n"]),
+        ("code", ["%time y = 1\n", "y = my_ext.go(x)\n"])))
+    result = convert_project(project, tmp_path / "out")
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    rows = [row for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True) if row[0] == "demo.ipynb"]
+    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(2, 5, "my_ext.go", "error")]
+    assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[0])
+    assert (result / "demo.ipynb").read_bytes() == (project / "demo.ipynb").read_bytes()  # reported, not changed
+    ops = [row for row in wb["Custom operators"].iter_rows(min_row=2, values_only=True)]
+    assert ops == [("csrc/ops.cu", "my_ext.go", 1, "demo.ipynb cell 3:2")]
 
 
 @pytest.mark.parametrize("indent,eol", [(1, b"\n"), (2, b"\n"), (1, b"\r\n")])

@@ -212,6 +212,45 @@ def test_torch_ops_of_another_namespace_and_aliases(tmp_path):
     assert all(r.level == "error" and r.code == "TP204" for r in res.findings)
 
 
+def _notebook(*cells: list[str]) -> bytes:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                                  "source": cell} for cell in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1).encode()
+
+
+def test_notebook_cells_calling_custom_operators_are_reported(tmp_path):
+    (tmp_path / "ops.cu").write_text('PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n'
+                                     'TORCH_LIBRARY(fast, m) { m.def("gelu(Tensor x) -> Tensor"); }\n')
+    facts = gather([("ops.cu", str(tmp_path / "ops.cu"))])
+    data = _notebook(["%matplotlib inline\n", "import my_ext as e\n", "import torch as th\n"],
+                     ["!ls\n", "y = e.go(x)\n", "z = th.ops.fast.gelu(y)\n"],
+                     ["print('my_ext.go is fast')\n", "th.ops.aten.add(y, y)\n", "my_extension.go(3)\n"],
+                     ["%%bash\n", "my_ext.go\n"])
+    res = convert_file("nb.ipynb", data, cached_ruleset(), facts=facts)
+    # an import in one cell, the call in the next: read as one program, placed in the cell
+    assert [(r.message.split(":")[0], r.line, r.col, r.code, r.level, r.api) for r in res.findings] == [
+        ("cell 2", 2, 5, "TP204", "error", "my_ext.go"), ("cell 2", 3, 5, "TP204", "error", "torch.ops.fast.gelu")]
+    assert res.new is None
+    # without the project's facts nothing in the notebook names CUDA: the pre-filter skips it
+    assert convert_file("nb.ipynb", data, cached_ruleset()).skipped
+    # a cell that does not parse does not hide the others' findings (they are then read cell by cell)
+    broken = _notebook(["import my_ext\n", "my_ext.go(1)\n"], ["def f(:\n"])
+    res = convert_file("nb.ipynb", broken, cached_ruleset(), facts=facts)
+    assert [(r.message.split(":")[0], r.line, r.api) for r in res.findings if r.code == "TP204"] == [
+        ("cell 1", 2, "my_ext.go")]
+
+
+def test_notebook_builds_and_a_project_finding_replace_the_generic_one(tmp_path):
+    data = _notebook(["from torch.utils.cpp_extension import load_inline\n"],
+                     ["ext = load_inline(name='inl', cpp_sources=[''], cuda_sources=[src], functions=['go'])\n",
+                      "ext.go(x)\n"])
+    res = convert_file("nb.ipynb", data, cached_ruleset())
+    found = [(r.message.split(":")[0], r.line, r.code, r.api) for r in res.findings]
+    assert ("cell 2", 1, "TP205", "torch.utils.cpp_extension.load_inline") in found
+    assert ("cell 2", 2, "TP204", "inl.go") in found
+    assert len([f for f in found if f[1] == 1 and f[0] == "cell 2"]) == 1  # one finding per API and place
+
+
 def test_skip_comments_apply_to_project_findings(tmp_path):
     src = b"from torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('a', ['a.cu'])  # transplant: skip\n"
     assert not [r for r in convert_file("setup.py", src, cached_ruleset()).findings if r.code == "TP205"]

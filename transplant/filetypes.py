@@ -63,7 +63,7 @@ def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: Projec
     if kind == "python":  # names a star import provides may match rules without being spelled here
         return rules.may_match(data) or facts.may_match(data) or bool(facts.star_names(path)[0])
     if kind == "notebook":
-        return rules.may_match(data)
+        return rules.may_match(data) or facts.may_match(data)
     if kind == "shell":
         return rules.may_match(data) or b"pip" in data  # pip install of CUDA-only packages
     if kind == "cpp":
@@ -97,9 +97,7 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
         elif kind in ("cpp", "requirements", "config", "dockerfile"):
             conv = _convert_project_file(path, kind, data, rules, facts)
         elif kind == "notebook":
-            from .formats.notebooks import convert_notebook
-
-            conv = convert_notebook(data, rules)
+            conv = _convert_notebook(data, rules, facts)
         else:
             from .formats.requirements import pip_records
             from .formats.shell import convert_shell_script
@@ -139,6 +137,22 @@ def _convert_python(path: str, data: bytes, rules: RuleSet, facts: ProjectFacts,
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
     return conv
+
+
+def _convert_notebook(data: bytes, rules: RuleSet, facts: ProjectFacts) -> Conversion:
+    """The conversion of the code cells, plus the project scan's findings in them (as for a Python file)."""
+    from .formats.notebooks import convert_notebook, project_findings, record_order
+
+    conv = convert_notebook(data, rules)
+    if not facts.may_match(data):
+        return conv
+    found = project_findings(data, facts)
+    if not found:
+        return conv
+    # a project finding replaces the engine's generic one of the same API at the same place
+    mine = {(r.message.split(":", 1)[0], r.line, r.api) for r in found}
+    kept = [r for r in conv.records if r.is_change or (r.message.split(":", 1)[0], r.line, r.api) not in mine]
+    return Conversion(conv.new, sorted(kept + found, key=record_order))
 
 
 def _convert_project_file(path: str, kind: str, data: bytes, rules: RuleSet, facts: ProjectFacts) -> Conversion:

@@ -179,10 +179,10 @@ class RuleSet:
 
 # Identifier-like runs of a source; non-ASCII bytes belong to words, as in Python identifiers.
 _WORD = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
-# Escapes that can spell an ASCII letter, digit, "_" or ":" in a string literal (Python or JSON):
-# \x63 \u0063 \U00000063 \N{...} \143, and a backslash-newline inside a word ("cu\<newline>da",
-# also as it appears in a notebook's JSON).
-_ESCAPE = re.compile(rb"\\(?:x[3-7]|u00[3-7]|U0000|N\{|[0-7]{2,3}|[\r\n]|\\\\[nr])")
+# Escapes that can spell an ASCII letter, digit, "_", ":" or "+-./" (of command names: nvidia-smi) in a
+# string literal (Python or JSON): \x63 \x2d \u0063 \U00000063 \N{...} \143, and a backslash-newline
+# inside a word ("cu\<newline>da", also as it appears in a notebook's JSON).
+_ESCAPE = re.compile(rb"\\(?:x[3-7]|x2[b-fB-F]|u00[3-7]|u002[b-fB-F]|U0000|N\{|[0-7]{2,3}|[\r\n]|\\\\[nr])")
 _ESCAPED_BREAK = re.compile(rb"\\[nrt]")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _ASCII_SUPERSETS = frozenset({b"utf-8", b"utf8", b"utf_8", b"ascii", b"us-ascii"})
@@ -456,7 +456,8 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     Why this is sound: the engine resolves ``a.b.c`` through the file's imports, so a qualified
     name matches only where each of its parts is spelled as an identifier, either in the
     reference or in the import that binds its prefix (``import torch.cuda as tc``). Bare, method
-    and attribute names, and environment variables, are matched as they are spelled. Device-
+    and attribute names, environment variables and shell commands (in a shell line, or in a string
+    Python runs: engine/commands.py) are matched as they are spelled. Device-
     argument rules and generic device keywords act only on strings containing ``cuda``, backend
     values (``backend = "nccl"``) only on ``nccl``. String
     values spelled with escapes are the one way to match without the bytes; may_match checks

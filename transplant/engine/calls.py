@@ -3,8 +3,9 @@
 Owns ``leave_Call``: ArgsModifyRule (by qualified name, bare name or method), DeviceArgRule
 (positional or keyword device arguments, ``default_cuda``), argparse defaults and choices,
 ``CUDA_*`` keywords of environment dicts, method renames (``x.cuda()``) and unsupported methods,
-and bare (seed-style) call renames. The order inside ``leave_Call`` matters: a method rename
-blocks a bare rename, a name rename (references.py) blocks method matching.
+and bare (seed-style) call renames; calls that run shell commands go to commands.py. The order
+inside ``leave_Call`` matters: a method rename blocks a bare rename, a name rename (references.py)
+blocks method matching.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Sequence
 import libcst as cst
 
 from ..rules import Rule
+from .commands import RUNNERS
 from .cst_util import code_of, dotted_parts, make_dotted, string_value
 from .literals import BACKEND_NAME, DEVICE_NAME, GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, \
     rewrite_device_expr
@@ -63,6 +65,8 @@ class CallHandlers(State):
         changed |= self._device_args(original_node, args, device_rule, bare)
         if self.rules.env:
             changed |= self._env_keywords(original_node, args)
+        if self.rules.commands and qualified in RUNNERS:  # os.system("nvidia-smi"), subprocess.run([...])
+            changed |= self._shell_command(original_node, qualified, args)
         if bare in LOOKUPS:
             changed |= self._lookup_default(original_node, args, bare)
 

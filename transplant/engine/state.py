@@ -59,11 +59,11 @@ class State(cst.CSTTransformer):
         return self.module.code_for_node(node)
 
     def record(self, anchor: cst.CSTNode, kind: str, message: str, rule: Rule | None, *, api: str = "",
-               new: str = "", level: str = "fix", needs_npu: bool | None = None) -> bool:
+               new: str = "", level: str = "fix", needs_npu: bool | None = None, operation: str | None = None) -> bool:
         if id(anchor) in self.excluded:
             return False
         code = CODES[kind]
-        operation = OPERATION.get(kind, "")
+        operation = OPERATION.get(kind, "") if operation is None else operation
         if level == "fix" and rule is not None and rule.get("message"):
             message = f"{message} ({rule['message']})"  # what the rule's author wants users to know
         suggestion = ""

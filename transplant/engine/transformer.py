@@ -6,6 +6,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * scopes.py      scopes and name resolution (what a dotted name stands for here)
 * references.py  renames and findings of dotted names and attributes
 * calls.py       argument, device-argument, environment-keyword and method rules of calls
+* commands.py    shell commands run from Python (os.system, subprocess), called from calls.py
 * values.py      device/backend values by their place (assignments, parameters, dicts, comparisons)
 * imports.py     each import statement's rewrite plan
 
@@ -16,12 +17,13 @@ import. A new rule kind adds a handler class here, with its matching and its rec
 from __future__ import annotations
 
 from .calls import CallHandlers
+from .commands import CommandHandlers
 from .imports import ImportHandlers
 from .references import ReferenceHandlers
 from .scopes import ScopeHandlers
 from .values import ValueHandlers
 
 
-class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, ValueHandlers, ImportHandlers):
+class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, ValueHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 

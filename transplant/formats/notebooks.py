@@ -2,10 +2,11 @@
 
 The code cells are converted together, as one program, because they share one namespace (``import
 torch`` in one cell, ``torch.cuda`` in the next). Lines that are IPython syntax rather than Python
-(``%magic``, ``!shell``, ``?help``) are masked with a comment of the same length while the cells are
-converted and put back afterwards. A cell that still does not parse is converted on its own (and
-reported as not converted); ``%%bash`` cells, ``!cmd`` and ``%env`` lines get the shell-script
-treatment (environment variables). The file keeps its JSON layout (indent, escapes, final newline).
+(``%magic``, ``!shell``, ``info = !shell``, ``?help``) are masked with a comment of the same length while
+the cells are converted and put back afterwards. A cell that still does not parse is converted on its
+own (and reported as not converted). ``%%bash`` cells, ``!cmd``, ``x = !cmd``, ``%sx`` and ``%env`` lines get
+the shell-script treatment (environment variables; commands such as ``nvidia-smi`` replaced or
+reported, see shell.py). The file keeps its JSON layout (indent, escapes, final newline).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import re
 
 from ..engine import convert
 from ..records import Conversion, Record, SourceError, not_converted_record, skips_file
+from ..project import ProjectFacts
 from ..rules import RuleSet
-from .shell import convert_shell
+from .shell import convert_shell_script
 
-MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$")
+# IPython lines that are not Python: magics, shell escapes (also assigned: "info = !nvidia-smi"), help
+MAGIC = re.compile(r"^\s*(%|!|\?)|^\s*\w[\w.]*\?\??\s*$|^\s*[A-Za-z_][\w.]*\s*=\s*[!%]")
 
 
 def _mask(source: str) -> tuple[str, dict[int, str]]:
@@ -48,25 +51,38 @@ def _unmask(source: str, masked: dict[int, str]) -> str:
     return "\n".join(out)
 
 
-SHELL_LINE = re.compile(r"^\s*(!|%env\b|%set_env\b|%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
-SHELL_CELL = re.compile(r"^\s*(%%(bash|sh)\b|%%script\s+(ba)?sh\b)")
+# where a line's shell text starts: "!cmd", "!!cmd", "files = !ls", "%sx cmd", "%system cmd", "%env VAR=1"
+SHELL_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\s*=\s*)?(?:!!?|%(?:sx|system|env|set_env)\b)")
+# cells that are shell scripts as a whole (their first line is the magic); %%writefile of a script too
+SHELL_CELL = re.compile(r"^\s*(%%(bash|sh)\b|%%script\s+(ba)?sh\b|%%writefile\s+(-a\s+)?\S+\.(ba)?sh\s*$)")
 
 
 def _shell_lines(text: str, number: int, rules: RuleSet) -> tuple[str, list[Record]]:
-    """Environment variables in shell lines (``!cmd``, ``%env``) and ``%%bash`` cells."""
+    """Shell lines (``!cmd``, ``x = !cmd``, ``%sx``, ``%env``) and ``%%bash`` cells get what shell
+    scripts get: environment variables renamed, commands replaced or reported (ShellCommandRule).
+    Positions are the cell's line and the column in that line."""
     lines = _lines(text)
     whole = bool(lines) and SHELL_CELL.match(lines[0]) is not None
     records: list[Record] = []
     for i, line in enumerate(lines):
-        if not (whole and i > 0) and not SHELL_LINE.match(line):
-            continue
-        conv = convert_shell(line.encode("utf-8"), rules)
+        if whole:
+            if i == 0:
+                continue  # the magic itself
+            offset = 0
+        else:
+            match = SHELL_LINE.match(line)
+            if match is None:
+                continue
+            offset = match.end()
+        conv = convert_shell_script(line[offset:].encode("utf-8"), rules)
         for r in conv.records:
             r.line = r.end_line = i + 1
+            r.col += offset
+            r.end_col += offset
             r.message = f"cell {number}: {r.message}"
             records.append(r)
         if conv.new is not None:
-            lines[i] = conv.new.decode("utf-8")
+            lines[i] = line[:offset] + conv.new.decode("utf-8")
     return "".join(lines), records
 
 
@@ -111,38 +127,48 @@ def _code_cells(nb: dict) -> list[tuple[int, dict, str]]:
     return out
 
 
+def _program(cells: list[tuple[int, dict, str]]) -> tuple[str, list[tuple[int, int]], dict[int, dict[int, str]]]:
+    """The code cells as one program: each cell after a marker line, IPython lines masked. Returns
+    (the program, (line of each marker, cell number), the masked lines of each cell)."""
+    parts: list[str] = []
+    masks: dict[int, dict[int, str]] = {}
+    starts: list[tuple[int, int]] = []  # (line of the marker, cell number)
+    line = 1
+    for number, _cell, text in cells:
+        masked, masks[number] = _mask(text)
+        parts.append(CELL_MARK.format(number) + "\n" + masked + ("" if masked.endswith("\n") else "\n"))
+        starts.append((line, number))
+        line += parts[-1].count("\n")
+    return "".join(parts), starts, masks
+
+
+def _to_cells(records: list[Record], starts: list[tuple[int, int]]) -> list[Record]:
+    """Records of a program made by ``_program`` as records of its cells: the line in the cell whose
+    marker is the last one above the record (an import added at the very top belongs to the first
+    cell), the message prefixed with "cell N: "."""
+    out = []
+    for r in records:
+        mark_line, number = next((start for start in reversed(starts) if start[0] < r.line), (r.line - 1, starts[0][1]))
+        span = r.end_line - r.line
+        r.line -= mark_line
+        r.end_line = r.line + span
+        r.message = f"cell {number}: {r.message}"
+        out.append(r)
+    return out
+
+
 def _convert_together(cells: list[tuple[int, dict, str]], rules: RuleSet):
     """Convert all code cells as one program (they share one namespace: an import in one cell
     binds names used in the next). Returns ({cell number: new text or None}, records), or the
     number of a cell that does not parse."""
-    parts: list[str] = []
-    masks: dict[int, dict[int, str]] = {}
-    for number, _cell, text in cells:
-        masked, masks[number] = _mask(text)
-        parts.append(CELL_MARK.format(number) + "\n" + masked + ("" if masked.endswith("\n") else "\n"))
-    combined = "".join(parts)
-    # records: combined line -> (cell, line in cell)
-    starts: list[tuple[int, int]] = []  # (line of the marker, cell number)
-    line = 1
-    for (number, _cell, _text), part in zip(cells, parts):
-        starts.append((line, number))
-        line += part.count("\n")
+    combined, starts, masks = _program(cells)
     try:
         conv = convert(combined.encode("utf-8"), rules)
     except SourceError as exc:
         # the cell the error is in: it is converted on its own (and reported), the rest together
         mark_line, number = next((start for start in reversed(starts) if start[0] < exc.line), starts[0])
         return number
-    records = []
-    for r in conv.records:
-        # the cell whose marker is the last one above the record (an import added at the very top
-        # belongs to the first cell)
-        mark_line, number = next((start for start in reversed(starts) if start[0] < r.line), (r.line - 1, starts[0][1]))
-        span = r.end_line - r.line
-        r.line -= mark_line
-        r.end_line = r.line + span
-        r.message = f"cell {number}: {r.message}"
-        records.append(r)
+    records = _to_cells(conv.records, starts)
     if conv.new is None:
         return {}, records
     new_texts: dict[int, str] = {}
@@ -186,7 +212,33 @@ def _convert_each(cells: list[tuple[int, dict, str]], rules: RuleSet):
     return new_texts, records
 
 
-def _record_order(r: Record) -> tuple[int, int, int]:
+def project_findings(data: bytes, facts: ProjectFacts) -> list[Record]:
+    """The project scan of a notebook's code cells (project/calls.py: calls of the project's custom
+    operators, TP204; CUDA builds such as ``load_inline``, TP205), read as one program as the
+    conversion reads them (``import my_ext`` in one cell, ``my_ext.op()`` in the next); when they do
+    not parse together, cell by cell. Positions are the cell's line and column."""
+    from ..project.calls import python_findings
+    from ..project.pynames import parse
+
+    try:
+        nb = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return []  # (the conversion reports it)
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return []
+    cells = _code_cells(nb)
+    if not cells:
+        return []
+    combined = _program(cells)[0].encode("utf-8")
+    groups = [cells] if parse(combined) is not None else [[cell] for cell in cells]
+    records: list[Record] = []
+    for group in groups:
+        program, starts, _masks = _program(group)
+        records += _to_cells(python_findings(program.encode("utf-8"), facts), starts)
+    return records
+
+
+def record_order(r: Record) -> tuple[int, int, int]:
     match = re.match(r"cell (\d+): ", r.message)
     return (int(match.group(1)) if match else 0, r.line, r.col)
 
@@ -218,17 +270,21 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         new_text = new_texts.get(number)
-        text_now = new_text if new_text is not None else _cell_text(cell)
-        if rules.env and not skips_file(text_now.encode("utf-8")):
+        original = _cell_text(cell)
+        text_now = new_text if new_text is not None else original
+        if (rules.env or rules.commands) and not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
+                if new_text is not None:  # the engine may have added import lines: records count the cell's own
+                    shell_records = _shell_lines(original, number, rules)[1]
                 records.extend(shell_records)
+            if shell_text != text_now:  # (findings alone change nothing)
                 new_text = shell_text
         if new_text is None:
             continue
         changed = True
         cell["source"] = _lines(new_text) if isinstance(cell.get("source"), list) else new_text
-    records.sort(key=_record_order)
+    records.sort(key=record_order)
     if not changed:
         return Conversion(None, records)
     indent, ensure_ascii, newline = _json_style(text)

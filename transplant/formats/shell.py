@@ -5,9 +5,11 @@ only (convert_shell); whole scripts and Dockerfiles both (convert_shell_script).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import Iterator
 
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
-from ..rules import RuleSet
+from ..rules import Rule, RuleSet
 
 
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
@@ -40,6 +42,33 @@ _SEPARATORS = rb"(?:^|[;&|(`!]|\$\(|\bif\b|\bwhile\b|\buntil\b|\bthen\b|\bdo\b|\
 _ARGS_END = re.compile(rb"[;&|)`\r\n]|$")
 
 
+@lru_cache(maxsize=8)
+def _command_pattern(names: tuple[str, ...]) -> "re.Pattern[bytes]":
+    return re.compile(rb"(" + _SEPARATORS + rb"\s*(?:[A-Za-z_]\w*=\S*\s+)*)(" +
+                      b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True)) +
+                      rb")(?![\w.+-])", re.MULTILINE)
+
+
+def command_uses(code: bytes, rules: RuleSet) -> Iterator[tuple[str, int, int, bytes]]:
+    """The commands of ``rules`` (ShellCommandRule) that ``code``, shell text without comments, runs:
+    (name, start, end, its arguments up to the next separator, stripped). The same matching serves
+    shell scripts, Dockerfiles, notebooks' shell lines and command strings in Python."""
+    if not rules.commands:
+        return
+    for match in _command_pattern(tuple(rules.commands)).finditer(code):
+        end = match.end(2)
+        yield match.group(2).decode(), match.start(2), end, code[end:_ARGS_END.search(code, end).start()].strip()
+
+
+def command_record(rule: Rule, line: int, col: int, *, why: str = "") -> Record:
+    """The finding of a command that is not replaced (TP207): run with arguments, its output read by
+    a program (``why``), or a command without an NPU counterpart."""
+    name = rule["old_name"]
+    return Record(line, col, line, col + len(name), CODES["project_file"], "warning", "shell command",
+                  f"{name}: {rule.get('message', 'CUDA-only command')}{why}", rule.origin, api=name,
+                  suggestion=rule.get("suggestion", ""))
+
+
 def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
     """A shell script (or a Dockerfile's lines): environment variables, then commands
     (ShellCommandRule: a command run without arguments is replaced, one with arguments reported)."""
@@ -47,9 +76,6 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
     if not rules.commands or skips_file(data):
         return env
     text = env.new if env.new is not None else data
-    names = sorted(rules.commands, key=len, reverse=True)
-    pattern = re.compile(rb"(" + _SEPARATORS + rb"\s*(?:[A-Za-z_]\w*=\S*\s+)*)(" +
-                         b"|".join(re.escape(n.encode()) for n in names) + rb")(?![\w.+-])", re.MULTILINE)
     records = list(env.records)
     out: list[bytes] = []
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
@@ -59,12 +85,9 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
             continue
         pieces: list[bytes] = []
         last = 0
-        for match in pattern.finditer(code):
-            name = match.group(2).decode()
+        for name, start, end, args in command_uses(code, rules):
             rule = rules.commands[name]
-            start, end = match.start(2), match.end(2)
             col = len(line[:start].decode("utf-8", "replace")) + 1
-            args = code[end:_ARGS_END.search(code, end).start()].strip()
             if rule.get("new_name") and not args:
                 new = rule["new_name"]
                 records.append(Record(number, col, number, col + len(name), CODES["command"], "fix",
@@ -73,9 +96,7 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
                 pieces += [line[last:start], new.encode()]
                 last = end
             else:
-                records.append(Record(number, col, number, col + len(name), CODES["project_file"], "warning",
-                                      "shell command", f"{name}: {rule.get('message', 'CUDA-only command')}",
-                                      rule.origin, api=name, suggestion=rule.get("suggestion", "")))
+                records.append(command_record(rule, number, col))
         out.append(b"".join(pieces) + line[last:] if pieces else line)
     new = b"".join(out)
     records.sort(key=lambda r: (r.line, r.col))

@@ -4,7 +4,8 @@
 Runs in the worker that converts the file, only when the file's bytes contain one of the
 project's trigger words (``ProjectFacts.may_match``), with one extra CPython ``ast`` parse: the
 engine's libcst tree is not shared, so that the engine stays untouched by this concern.
-Line numbers are those of the file given. Never rewrites code.
+Line numbers are those of the file given. Never rewrites code. Notebooks' code cells reach it as one
+program (formats/notebooks.py ``project_findings``), which places the records in their cells.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@
 files), with the Python calls that reach it (TP204 records of Python files with the same ``api``),
 plus CUDA files that register nothing (the file alone). *Libraries*: one row per library named by
 library records (TP206, ``api`` = the library), with its uses and NPU route. Calls and uses give the
-original line and, where conversion moved it, the line in the converted file.
+original line and, where conversion moved it, the line in the converted file (in a notebook: the
+cell and the line in it).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Iterable
 
@@ -20,6 +22,9 @@ LIBRARY_HEADER = ["Library", "Uses", "Where", "NPU route"]
 
 
 def _place(res: FileResult, r: Record) -> str:
+    cell = re.match(r"cell (\d+): ", r.message) if res.kind == "notebook" else None
+    if cell is not None:  # a notebook's lines count per cell
+        return f"{res.path} cell {cell.group(1)}:{r.line}"
     moved = res.new_lines.get(r.line, r.line)
     return f"{res.path}:{r.line}" + (f" (converted: {moved})" if moved != r.line else "")
 
