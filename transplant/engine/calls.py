@@ -65,6 +65,8 @@ class CallHandlers(State):
             changed |= self._env_keywords(original_node, args)
         if bare in LOOKUPS:
             changed |= self._lookup_default(original_node, args, bare)
+        if method == "startswith":
+            changed |= self._device_prefix_test(original_node, args)  # device_tests.py
 
         new_func = updated_node.func
         method_rule = self.rules.rename_method.get(method) if method is not None else None

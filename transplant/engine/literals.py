@@ -95,6 +95,21 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def rewrite_device_prefix(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The argument of ``<device>.startswith(...)``: "cuda", "cuda:", "cuda:0" (or a tuple of prefixes)
+    in their NPU form; None when there is none."""
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        if value is not None and (value == DEVICE_PREFIX or DEVICE_STR.match(value)):
+            return replace_string(node, "cuda", "npu")
+        return None
+    if isinstance(node, cst.Tuple):
+        elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_device_prefix(el.value))
+                    else el for el in node.elements]
+        return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+    return None
+
+
 def is_device_template(node: cst.BaseExpression) -> bool:
     """A device string computed from a template: f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i,
     "cuda:" + str(i)."""

@@ -6,7 +6,8 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * scopes.py      scopes and name resolution (what a dotted name stands for here)
 * references.py  renames and findings of dotted names and attributes
 * calls.py       argument, device-argument, environment-keyword and method rules of calls
-* values.py      device/backend values by their place (assignments, parameters, dicts, comparisons)
+* values.py      device/backend values by their place (assignments, parameters, dicts)
+* device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -19,9 +20,9 @@ from .calls import CallHandlers
 from .imports import ImportHandlers
 from .references import ReferenceHandlers
 from .scopes import ScopeHandlers
-from .values import ValueHandlers
+from .device_tests import DeviceTestHandlers
 
 
-class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, ValueHandlers, ImportHandlers):
+class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, DeviceTestHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 
