@@ -63,7 +63,8 @@ class RuleSet:
     unsupported_q: dict[str, Rule] = field(default_factory=dict)
     unsupported_method: dict[str, Rule] = field(default_factory=dict)  # on calls: x.NAME(...)
     unsupported_attribute: dict[str, Rule] = field(default_factory=dict)  # anywhere: x.NAME
-    env: dict[str, Rule] = field(default_factory=dict)
+    env: dict[str, Rule] = field(default_factory=dict)  # exact names (EnvVarModifyRule)
+    env_prefixes: dict[str, Rule] = field(default_factory=dict)  # "NCCL_" for "NCCL_*": reported only
     commands: dict[str, Rule] = field(default_factory=dict)  # shell commands (ShellCommandRule)
     library_q: dict[str, Rule] = field(default_factory=dict)  # CUDA-only library module -> rule (prefix)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
@@ -72,6 +73,14 @@ class RuleSet:
     # qualified rule names: anchor word -> the other words that must also occur as identifiers
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
     anchor_re: "re.Pattern[bytes] | None" = None
+
+    def env_rule(self, name: str) -> Rule | None:
+        """The rule for environment variable ``name``: its exact rule, else the longest prefix rule."""
+        rule = self.env.get(name)
+        if rule is not None:
+            return rule
+        prefix = max((p for p in self.env_prefixes if name.startswith(p) and len(name) > len(p)), key=len, default=None)
+        return self.env_prefixes[prefix] if prefix is not None else None
 
     def new_name(self, qualified: str) -> tuple[str, Rule] | None:
         """The new qualified name for ``qualified`` (exact rule, else module prefix rule)."""
@@ -283,6 +292,8 @@ def _describe(err: jsonschema.ValidationError) -> str:
         return f"{err.instance!r} is not a valid Python name"
     if err.validator == "anyOf" and "required" in str(err.schema):
         return "needs arg_idx or an argument name"
+    if err.validator == "not" and err.validator_value == {"required": ["new_name"]}:
+        return "a prefix (NAME*) is reported, not renamed: it cannot have a new_name"
     return err.message
 
 
@@ -388,7 +399,10 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         if previous is None or rule.user or _SEVERITY[rule.get("level", "warning")] >= _SEVERITY[previous.get("level", "warning")]:
             table[key] = rule
     elif kind == "EnvVarModifyRule":
-        rs.env[rule["old_name"]] = rule
+        if rule["old_name"].endswith("*"):
+            rs.env_prefixes[rule["old_name"][:-1]] = rule
+        else:
+            rs.env[rule["old_name"]] = rule
     elif kind == "ShellCommandRule":
         rs.commands[rule["old_name"]] = rule
     elif kind == "LibraryRule":
@@ -452,7 +466,7 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     """
     words: set[str] = {DEVICE_WORD, BACKEND_WORD}
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
-                  rs.args_method, rs.env, rs.commands):
+                  rs.args_method, rs.env, rs.env_prefixes, rs.commands):
         words.update(table)
     words.update(rs.unsupported_attribute)
     calls = set(rs.unsupported_method)

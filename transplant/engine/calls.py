@@ -61,7 +61,7 @@ class CallHandlers(State):
         if device_rule is None and method is not None:
             device_rule = self.rules.device_method.get(method)
         changed |= self._device_args(original_node, args, device_rule, bare)
-        if self.rules.env:
+        if self.rules.env or self.rules.env_prefixes:
             changed |= self._env_keywords(original_node, args)
         if bare in LOOKUPS:
             changed |= self._lookup_default(original_node, args, bare)
@@ -130,10 +130,13 @@ class CallHandlers(State):
         """``dict(os.environ, CUDA_VISIBLE_DEVICES="0")``, ``os.environ.update(CUDA_...=...)``."""
         changed = False
         for i, arg in enumerate(args):
-            if arg.keyword is None or arg.keyword.value not in self.rules.env:
+            rule = self.rules.env_rule(arg.keyword.value) if arg.keyword is not None else None
+            if rule is None:
                 continue
             old = arg.keyword.value
-            rule = self.rules.env[old]
+            if rule.get("new_name") is None:
+                self._env_finding(call.args[i].keyword, old, rule)  # values.py
+                continue
             if self.record(call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old,
                            new=rule["new_name"]):
                 args[i] = arg.with_changes(keyword=cst.Name(rule["new_name"]))

@@ -1,12 +1,15 @@
 """Device, backend and environment values outside call arguments.
 
-Owns where a string is a device or backend by its place: assigned to a name
-like ``device``/``map_location``/``backend`` (tests of such a value are device_tests.py's), a parameter default, a dict value under such a key,
-a computed device template anywhere but a dict key, ``CUDA_*`` environment names and
-``"torch.cuda.XTensor"`` type strings in literals. Which literal is a device is literals.py's.
+Owns where a string is a device or backend by its place: assigned to a name like
+``device``/``map_location``/``backend`` (tests of such a value are device_tests.py's), a parameter
+default, a dict value under such a key, a computed device template anywhere but a dict key,
+environment names in literals (``CUDA_*`` renamed, ``NCCL_DEBUG`` reported) and
+``"torch.cuda.XTensor"`` type strings. Which literal is a device is literals.py's.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -14,6 +17,8 @@ from .cst_util import code_of, dotted_parts, replace_string, string_value
 from .literals import BACKEND_NAME, DEVICE_NAME, TYPE_STRING_PREFIX, is_device_template, rewrite_backend_expr, \
     rewrite_device_expr
 from .state import State
+
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 class ValueHandlers(State):
@@ -124,11 +129,20 @@ class ValueHandlers(State):
 
     # ---- environment variable names in string literals
 
+    def _env_finding(self, anchor: cst.CSTNode, name: str, rule) -> None:
+        """A variable with no NPU counterpart (EnvVarModifyRule without new_name): reported, kept."""
+        level = rule.get("level", "note")
+        kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+        self.record(anchor, kind, f"{name}: {rule.get('message', 'has no effect on NPU')}", rule, api=name, level=level)
+
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
         value = string_value(original_node)
-        if value is not None and value in self.rules.env:
-            rule = self.rules.env[value]
-            if self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value, new=rule["new_name"]):
+        rule = self.rules.env_rule(value) if value is not None and ENV_NAME.match(value) else None
+        if rule is not None:
+            if rule.get("new_name") is None:
+                self._env_finding(original_node, value, rule)
+            elif self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value,
+                             new=rule["new_name"]):
                 return replace_string(updated_node, value, rule["new_name"])
         elif value is not None and value.startswith(TYPE_STRING_PREFIX) and value.endswith("Tensor"):
             # legacy type names as strings: x.type("torch.cuda.HalfTensor"), x.type() == "...",

@@ -219,11 +219,12 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
             continue
         new_text = new_texts.get(number)
         text_now = new_text if new_text is not None else _cell_text(cell)
-        if rules.env and not skips_file(text_now.encode("utf-8")):
+        if (rules.env or rules.env_prefixes) and not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
                 records.extend(shell_records)
-                new_text = shell_text
+                if shell_text != text_now:  # a variable only reported changes nothing
+                    new_text = shell_text
         if new_text is None:
             continue
         changed = True

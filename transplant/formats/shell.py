@@ -11,27 +11,53 @@ from ..rules import RuleSet
 
 
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
-    if not rules.env:
+    """Environment variables: renamed (EnvVarModifyRule with new_name), or reported where code uses
+    them (without new_name, also every variable of a prefix rule such as ``NCCL_*``)."""
+    if not rules.env and not rules.env_prefixes:
         return Conversion(None, [])
     if skips_file(data):  # same comments as Python files
         return Conversion(None, [])
-    names = sorted(rules.env, key=len, reverse=True)
-    pattern = re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(re.escape(n.encode()) for n in names) + rb")(?![A-Za-z0-9_])")
+    names = [re.escape(n.encode()) for n in sorted(rules.env, key=len, reverse=True)]
+    names += [re.escape(p.encode()) + rb"[A-Z0-9_]+" for p in sorted(rules.env_prefixes, key=len, reverse=True)]
+    pattern = re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(names) + rb")(?![A-Za-z0-9_])")
     records: list[Record] = []
     out: list[bytes] = []
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
         if SKIP_LINE.search(line):
             out.append(line)
             continue
+        comment = _comment_start(line)
+        pieces: list[bytes] = []
+        last = 0
         for match in pattern.finditer(line):
             old = match.group(1).decode()
-            rule = rules.env[old]
+            rule = rules.env_rule(old)
+            if rule is None:
+                continue
             col = len(line[: match.start()].decode("utf-8", "replace")) + 1
+            new_name = rule.get("new_name")
+            if new_name is None:
+                if match.start() < comment:  # a variable named in a comment configures nothing
+                    level = rule.get("level", "note")
+                    kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+                    records.append(Record(number, col, number, col + len(old), CODES[kind], level, "",
+                                          f"{old}: {rule.get('message', 'has no effect on NPU')}", rule.origin,
+                                          api=old, suggestion=rule.get("suggestion", "")))
+                continue
             records.append(Record(number, col, number, col + len(old), CODES["env"], "fix", OPERATION["env"],
-                                  f"{old} -> {rule['new_name']}", rule.origin, api=old, old=old, new=rule["new_name"]))
-        out.append(pattern.sub(lambda m: rules.env[m.group(1).decode()]["new_name"].encode(), line))
+                                  f"{old} -> {new_name}", rule.origin, api=old, old=old, new=new_name))
+            pieces += [line[last:match.start()], new_name.encode()]
+            last = match.end()
+        out.append(b"".join(pieces) + line[last:])
     new = b"".join(out)
     return Conversion(new if new != data else None, records)
+
+
+def _comment_start(line: bytes) -> int:
+    """Where a ``#`` comment starts in a shell line (its length when there is none); a ``#`` inside a
+    word (``${#x}``, ``a#b``) starts none."""
+    match = re.search(rb"(?:^|\s)#", line)
+    return match.start() if match is not None else len(line)
 
 
 # a command word: at the start of a line or after a shell separator or keyword (sudo, watch -n 1, ...),
