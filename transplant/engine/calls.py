@@ -16,7 +16,7 @@ import libcst as cst
 from ..rules import Rule
 from .cst_util import code_of, dotted_parts, make_dotted, string_value
 from .literals import BACKEND_NAME, DEVICE_NAME, GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, \
-    rewrite_device_expr
+    rewrite_backend_expr, rewrite_device_expr
 from .state import State
 
 # lookups whose last argument is the default for a key: name -> index of the key
@@ -169,6 +169,8 @@ class CallHandlers(State):
         new_expr = self.expr(new_text)
         if rule.get("arg_old") is not None:
             replaced = replace_literal(arg.value, rule["arg_old"], self.expr(rule["arg_old"]), new_expr)
+            if replaced is None and string_value(self.expr(rule["arg_old"])) == "nccl":
+                replaced = rewrite_backend_expr(arg.value)  # "cpu:gloo,cuda:nccl"
             if replaced is None:
                 if not _is_constant(original_value) and not self._carried(original_value):
                     # use_cuda=self._use_cuda: its value is not known here, and no rule sees where it is set
@@ -224,6 +226,13 @@ class CallHandlers(State):
             elif arg.keyword is not None:
                 kw = arg.keyword.value
                 target = kw in names or (bare == "add_argument" and kw in ("default", "choices"))
+                if not target and BACKEND_NAME.search(kw):
+                    # init_dist(backend="nccl"), deepspeed.init_distributed(dist_backend="nccl")
+                    new = self._backend_value(arg.value, call.args[i].value)
+                    if new is not None:
+                        args[i] = arg.with_changes(value=new)
+                        changed = True
+                    continue
             given = given or (rule is not None and target) or bool(arg.star)
             if not target and is_device_template(call.args[i].value):
                 rule_here = None  # a computed device string given to any other argument

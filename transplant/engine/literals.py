@@ -18,10 +18,12 @@ from .cst_util import code_of, replace_string, string_value
 DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
 DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
 DEVICE_PREFIX = "cuda:"
-DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location)$", re.IGNORECASE)
+DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location|device_map)$", re.IGNORECASE)
 TYPE_STRING_PREFIX = "torch.cuda."
 BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
-GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device"})
+# device_map: Hugging Face from_pretrained / accelerate ("cuda", {"": "cuda:0"}, {"lm_head": "cuda:1"})
+GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device", "device_map"})
+BACKEND_PER_DEVICE = re.compile(r"^\w+:\w+(,\w+:\w+)*$")  # "cpu:gloo,cuda:nccl"
 
 
 def _device_literal(value: str) -> bool:
@@ -131,9 +133,16 @@ def is_device_template(node: cst.BaseExpression) -> bool:
 
 
 def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """'nccl' -> 'hccl' in a backend value (also in conditional expressions, lists and tuples)."""
+    """'nccl' -> 'hccl' in a backend value, 'cuda:nccl' -> 'npu:hccl' in a backend per device type
+    ("cpu:gloo,cuda:nccl"); also in conditional expressions, lists and tuples."""
     if isinstance(node, cst.SimpleString):
-        return replace_string(node, "nccl", "hccl") if string_value(node) == "nccl" else None
+        value = string_value(node)
+        if value == "nccl":
+            return replace_string(node, "nccl", "hccl")
+        if value is not None and BACKEND_PER_DEVICE.match(value) and "cuda:nccl" in value.split(","):
+            # "cpu:gloo,cuda:nccl": a backend for each device type
+            return replace_string(node, "cuda:nccl", "npu:hccl")
+        return None
     if isinstance(node, cst.IfExp):
         body, orelse = rewrite_backend_expr(node.body), rewrite_backend_expr(node.orelse)
         if body is None and orelse is None:
