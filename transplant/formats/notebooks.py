@@ -219,7 +219,7 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
             continue
         new_text = new_texts.get(number)
         text_now = new_text if new_text is not None else _cell_text(cell)
-        if (rules.env or rules.env_prefixes) and not skips_file(text_now.encode("utf-8")):
+        if not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
                 records.extend(shell_records)
