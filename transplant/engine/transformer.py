@@ -8,6 +8,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * calls.py       argument, device-argument, environment-keyword and method rules of calls
 * values.py      device/backend values by their place (assignments, parameters, dicts)
 * device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
+* members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 from .calls import CallHandlers
 from .imports import ImportHandlers
+from .members import MemberHandlers
 from .references import ReferenceHandlers
 from .scopes import ScopeHandlers
 from .device_tests import DeviceTestHandlers
 
 
-class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, DeviceTestHandlers, ImportHandlers):
+class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, DeviceTestHandlers, MemberHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 
