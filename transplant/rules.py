@@ -394,9 +394,13 @@ def _index(rs: RuleSet, rule: Rule) -> None:
                       else (rs.unsupported_attribute, member) if on == "attribute"
                       else (rs.unsupported_q, rule["name"]))
         previous = table.get(key)
-        # A built-in "no counterpart" error (with its suggestion) is more specific than the generic
-        # per-version "unsupported" warning loaded after it; user rules always win.
-        if previous is None or rule.user or _SEVERITY[rule.get("level", "warning")] >= _SEVERITY[previous.get("level", "warning")]:
+        # A built-in "no counterpart" error or hand-written warning (with its message and suggestion)
+        # is more specific than the generic per-version "unsupported" warning loaded after it; user
+        # rules always win.
+        severity = _SEVERITY[rule.get("level", "warning")]
+        before = _SEVERITY[previous.get("level", "warning")] if previous is not None else 0
+        generic = _generated(rule) and not _generated(previous)
+        if previous is None or rule.user or severity > before or (severity == before and not generic):
             table[key] = rule
     elif kind == "EnvVarModifyRule":
         if rule["old_name"].endswith("*"):
@@ -407,6 +411,11 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         rs.commands[rule["old_name"]] = rule
     elif kind == "LibraryRule":
         rs.library_q[rule["module"]] = rule
+
+
+def _generated(rule: Rule | None) -> bool:
+    """Is ``rule`` one of the generated per-version lists (rules/npu_support/unsupported_V.json)?"""
+    return rule is not None and rule.origin.startswith("unsupported_")
 
 
 def _add_new_name_aliases(rs: RuleSet) -> None:
