@@ -17,6 +17,7 @@ from ..rules import Rule
 from .cst_util import code_of, dotted_parts, make_dotted, string_value
 from .literals import BACKEND_NAME, DEVICE_NAME, GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, \
     rewrite_backend_expr, rewrite_device_expr
+from .device_tests import PREFIX_METHODS
 from .state import State
 
 # lookups whose last argument is the default for a key: name -> index of the key
@@ -65,7 +66,7 @@ class CallHandlers(State):
             changed |= self._env_keywords(original_node, args)
         if bare in LOOKUPS:
             changed |= self._lookup_default(original_node, args, bare)
-        if method == "startswith":
+        if method in PREFIX_METHODS:
             changed |= self._device_prefix_test(original_node, args)  # device_tests.py
 
         new_func = updated_node.func

@@ -2,10 +2,11 @@
 
 Owns ``leave_Comparison`` (``x.device.type == "cuda"``, ``"cuda" in args.device``,
 ``args.dist_backend != "nccl"``, ``dist.get_backend() == "nccl"``), prefix tests
-(``device.startswith("cuda:")``, called from calls.py's ``leave_Call``), ``match device:`` with
+and parsing (``device.startswith("cuda:")``, ``str(device).replace("cuda:", "")``, called from
+calls.py's ``leave_Call``), ``match device:`` with
 ``case "cuda":``, and mappings from device type to backend (``{"cuda": "nccl", "cpu": "gloo"}``).
-A device is recognised by its name (values.py's ``_device_target``), also seen through ``str(...)``
-and ``torch.device(...)`` / ``torch.device(...).type``: once the devices of a file are "npu", a test
+A device is recognised by its name (values.py's ``_device_target``), also seen through ``str(...)``,
+``.strip()``/``.lower()`` and ``torch.device(...)`` / ``torch.device(...).type``: once the devices of a file are "npu", a test
 left against "cuda" silently takes the other branch.
 """
 
@@ -19,6 +20,10 @@ from .values import ValueHandlers
 
 # calls whose result is the process group's backend name
 BACKEND_QUERIES = frozenset({"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"})
+# string methods whose first argument is a prefix of the device they are called on
+PREFIX_METHODS = frozenset({"startswith", "replace", "removeprefix"})
+# string methods that keep a device string a device string
+NORMALIZERS = frozenset({"strip", "lstrip", "rstrip", "lower"})
 # calls that turn a device into the string or device tested
 DEVICE_VIEWS = frozenset({"str", "torch.device"})
 
@@ -34,6 +39,8 @@ class DeviceTestHandlers(ValueHandlers):
         if isinstance(node, cst.Attribute) and node.attr.value == "type":
             return isinstance(node.value, cst.Call) and self._device_view(node.value) == "torch.device"
         if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in NORMALIZERS:
+                return self._device_operand(node.func.value)  # str(device).strip().lower()
             view = self._device_view(node)
             if view == "torch.device":
                 return True
@@ -80,9 +87,10 @@ class DeviceTestHandlers(ValueHandlers):
         return updated_node.with_changes(left=new_left, comparisons=comparisons)
 
     def _device_prefix_test(self, call: cst.Call, args: list[cst.Arg]) -> bool:
-        """``<device>.startswith("cuda")`` / ``("cuda:", ...)``: the prefix becomes "npu"."""
+        """``<device>.startswith("cuda")`` / ``("cuda:", ...)``, and the prefix parsed off a device,
+        ``str(device).replace("cuda:", "")``, ``device.removeprefix("cuda:")``: the prefix becomes "npu"."""
         func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and args
+        if not (isinstance(func, cst.Attribute) and func.attr.value in PREFIX_METHODS and args
                 and args[0].keyword is None and self._device_operand(func.value)):
             return False
         new = rewrite_device_prefix(args[0].value)
