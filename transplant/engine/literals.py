@@ -155,6 +155,19 @@ def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def option_value(name: str, value: str) -> tuple[str, str] | None:
+    """The NPU form of a command-line value and its record kind ("device" or "args"), for an option or
+    variable ``name`` (``--dist-backend``, ``DEVICE``, ``trainer.device``: ``-`` counts as ``_``, the
+    last dotted part decides) holding ``value``; None unless the name plainly names a device holding a
+    CUDA device or a backend holding "nccl"."""
+    name = name.lstrip("-").rsplit(".", 1)[-1].replace("-", "_")
+    if value == "nccl":
+        return ("hccl", "args") if BACKEND_NAME.search(name) else None
+    if DEVICE_STR.match(value) and DEVICE_NAME.search(name):
+        return "npu" + value[4:], "device"
+    return None
+
+
 def literal_equals(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression) -> bool:
     """Does ``node`` have the value of the rule literal (strings compare by value)?"""
     wanted = string_value(literal_node)

@@ -8,6 +8,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * calls.py       argument, device-argument, environment-keyword and method rules of calls
 * values.py      device/backend values by their place (assignments, parameters, dicts)
 * device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
+* argv.py        command lines written as lists (``["--device", "cuda"]``)
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * imports.py     each import statement's rewrite plan
 
@@ -17,6 +18,7 @@ import. A new rule kind adds a handler class here, with its matching and its rec
 
 from __future__ import annotations
 
+from .argv import ArgvHandlers
 from .calls import CallHandlers
 from .imports import ImportHandlers
 from .members import MemberHandlers
@@ -25,6 +27,7 @@ from .scopes import ScopeHandlers
 from .device_tests import DeviceTestHandlers
 
 
-class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, DeviceTestHandlers, MemberHandlers, ImportHandlers):
+class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, DeviceTestHandlers, ArgvHandlers, MemberHandlers,
+                ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 

@@ -2,9 +2,9 @@
 ``--device=cuda``, ``DEVICE=cuda``, Hydra-style ``trainer.device=cuda``.
 
 A command-line value overrides the default the Python code was converted to, so it must change as
-well. The name decides, as in Python (../engine/literals.py): an option or variable named like a
-device (``device``, ``*_device``, ``dev``, ``device_type``, ...; ``-`` counts as ``_``) holding
-``cuda``/``cuda:N``, or like a backend (``backend``, ``*_backend``) holding ``nccl``. Pure function of
+well. The name decides, as in Python (../engine/literals.py ``option_value``): an option or variable
+named like a device (``device``, ``*_device``, ``dev``, ``device_type``, ...; ``-`` counts as ``_``)
+holding ``cuda``/``cuda:N``, or like a backend (``backend``, ``*_backend``) holding ``nccl``. Pure function of
 one line's code (the part before a comment); the caller records and applies the edits.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..engine.literals import BACKEND_NAME, DEVICE_NAME
+from ..engine.literals import option_value
 
 _VALUE = rb"(['\"]?)(cuda(?::\d+)?|nccl)\2(?![\w:./-])"
 _OPTION = re.compile(rb"(?<![\w-])--?([A-Za-z][\w-]*)(?:=|[ \t]+)" + _VALUE)
@@ -33,15 +33,10 @@ def value_edits(code: bytes) -> list[ValueEdit]:
     edits: dict[int, ValueEdit] = {}
     for pattern in (_OPTION, _ASSIGN):
         for match in pattern.finditer(code):
-            name = match.group(1).decode().rsplit(".", 1)[-1].replace("-", "_")
             value = match.group(3).decode()
-            if value == "nccl":
-                if not BACKEND_NAME.search(name):
-                    continue
-                new, kind = "hccl", "args"
-            else:
-                if not DEVICE_NAME.search(name):
-                    continue
-                new, kind = "npu" + value[4:], "device"
+            found = option_value(match.group(1).decode(), value)
+            if found is None:
+                continue
+            new, kind = found
             edits.setdefault(match.start(3), ValueEdit(match.start(3), match.end(3), value, new, kind))
     return [edits[k] for k in sorted(edits)]
