@@ -295,3 +295,56 @@ def test_skip_file_comment_counts_anywhere_in_the_first_30_lines():
     assert convert_shell(shell, rules).new is None
     late = b"\n" * 30 + b"# transplant: skip-file\nimport torch\ntorch.cuda.synchronize()\n"
     assert convert(late, rules).new is not None
+
+
+def test_environment_variables_without_counterpart_are_reported_in_shell_scripts():
+    # NCCL_SOCKET_IFNAME has an HCCL name; NCCL_DEBUG (by the NCCL_* prefix rule) has none: reported
+    # where code sets or reads it, never in a comment, never inside a longer name; nothing rewritten
+    # that has no new name
+    rules = cached_ruleset()
+    script = (b"export NCCL_SOCKET_IFNAME=eth0 NCCL_DEBUG=INFO\n"
+              b"# NCCL_IB_DISABLE=1 would turn InfiniBand off\n"
+              b"echo ${MY_NCCL_DEBUG} $NCCL_P2P_DISABLE  # NCCL_DEBUG\n")
+    conv = convert_shell(script, rules)
+    assert conv.new == script.replace(b"NCCL_SOCKET_IFNAME", b"HCCL_SOCKET_IFNAME")
+    assert [(r.line, r.col, r.code, r.level, r.api) for r in conv.records] == [
+        (1, 8, "TP105", "fix", "NCCL_SOCKET_IFNAME"),
+        (1, 32, "TP203", "note", "NCCL_DEBUG"),
+        (3, 24, "TP203", "note", "NCCL_P2P_DISABLE"),
+    ]
+    assert "HCCL_" in conv.records[1].suggestion
+    only_reported = convert_shell(b"export NCCL_DEBUG=WARN\n", rules)
+    assert only_reported.new is None and [r.api for r in only_reported.records] == ["NCCL_DEBUG"]
+
+
+def test_environment_prefix_rules_report_only(tmp_path):
+    ok = write(tmp_path, {"rules": {"EnvVarModifyRule": [{"old_name": "MYLIB_*", "level": "warning"}]}})
+    rules = load_ruleset([ok])
+    assert rules.env_rule("MYLIB_X")["level"] == "warning" and rules.env_rule("MYLIB_") is None
+    bad = write(tmp_path, {"rules": {"EnvVarModifyRule": [{"old_name": "MYLIB_*", "new_name": "X"}]}}, "bad.json")
+    assert "a prefix (NAME*) is reported, not renamed" in error_of(bad)
+
+
+def test_device_and_backend_values_in_shell_commands():
+    # a command-line value overrides the converted default: options and variables named like a
+    # device or backend change, whatever their spelling; other names, values and comments do not
+    rules = cached_ruleset()
+    script = (b"python train.py --device cuda:1 --dist-backend nccl --batch 8\n"
+              b"python eval.py --device=cuda --dist_backend='nccl' trainer.device=cuda\n"
+              b"DEVICE=\"cuda\" BACKEND=nccl bash run.sh\n"
+              b"python x.py --backend gloo --device 0 --name cuda --device cudnn --device cuda_x\n"
+              b"python x.py --no-cuda --num-devices cuda  # --device cuda\n"
+              b"echo cuda nccl device=gpu\n")
+    conv = convert_shell(script, rules)
+    assert conv.new.splitlines() == [
+        b"python train.py --device npu:1 --dist-backend hccl --batch 8",
+        b"python eval.py --device=npu --dist_backend='hccl' trainer.device=npu",
+        b"DEVICE=\"npu\" BACKEND=hccl bash run.sh",
+        *script.splitlines()[3:],
+    ]
+    assert [(r.line, r.col, r.code, r.old, r.new) for r in conv.records] == [
+        (1, 26, "TP104", "cuda:1", "npu:1"), (1, 48, "TP103", "nccl", "hccl"),
+        (2, 25, "TP104", "cuda", "npu"), (2, 46, "TP103", "nccl", "hccl"), (2, 67, "TP104", "cuda", "npu"),
+        (3, 9, "TP104", "cuda", "npu"), (3, 23, "TP103", "nccl", "hccl"),
+    ]
+    assert convert_shell(conv.new, rules).new is None  # idempotent

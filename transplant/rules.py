@@ -63,7 +63,8 @@ class RuleSet:
     unsupported_q: dict[str, Rule] = field(default_factory=dict)
     unsupported_method: dict[str, Rule] = field(default_factory=dict)  # on calls: x.NAME(...)
     unsupported_attribute: dict[str, Rule] = field(default_factory=dict)  # anywhere: x.NAME
-    env: dict[str, Rule] = field(default_factory=dict)
+    env: dict[str, Rule] = field(default_factory=dict)  # exact names (EnvVarModifyRule)
+    env_prefixes: dict[str, Rule] = field(default_factory=dict)  # "NCCL_" for "NCCL_*": reported only
     commands: dict[str, Rule] = field(default_factory=dict)  # shell commands (ShellCommandRule)
     library_q: dict[str, Rule] = field(default_factory=dict)  # CUDA-only library module -> rule (prefix)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
@@ -84,6 +85,14 @@ class RuleSet:
     @cached_property
     def anchor_re(self) -> "re.Pattern[bytes] | None":
         return _alternation(self.requires)
+
+    def env_rule(self, name: str) -> Rule | None:
+        """The rule for environment variable ``name``: its exact rule, else the longest prefix rule."""
+        rule = self.env.get(name)
+        if rule is not None:
+            return rule
+        prefix = max((p for p in self.env_prefixes if name.startswith(p) and len(name) > len(p)), key=len, default=None)
+        return self.env_prefixes[prefix] if prefix is not None else None
 
     def new_name(self, qualified: str) -> tuple[str, Rule] | None:
         """The new qualified name for ``qualified`` (exact rule, else module prefix rule)."""
@@ -295,6 +304,8 @@ def _describe(err: jsonschema.ValidationError) -> str:
         return f"{err.instance!r} is not a valid Python name"
     if err.validator == "anyOf" and "required" in str(err.schema):
         return "needs arg_idx or an argument name"
+    if err.validator == "not" and err.validator_value == {"required": ["new_name"]}:
+        return "a prefix (NAME*) is reported, not renamed: it cannot have a new_name"
     return err.message
 
 
@@ -395,16 +406,28 @@ def _index(rs: RuleSet, rule: Rule) -> None:
                       else (rs.unsupported_attribute, member) if on == "attribute"
                       else (rs.unsupported_q, rule["name"]))
         previous = table.get(key)
-        # A built-in "no counterpart" error (with its suggestion) is more specific than the generic
-        # per-version "unsupported" warning loaded after it; user rules always win.
-        if previous is None or rule.user or _SEVERITY[rule.get("level", "warning")] >= _SEVERITY[previous.get("level", "warning")]:
+        # A built-in "no counterpart" error or hand-written warning (with its message and suggestion)
+        # is more specific than the generic per-version "unsupported" warning loaded after it; user
+        # rules always win.
+        severity = _SEVERITY[rule.get("level", "warning")]
+        before = _SEVERITY[previous.get("level", "warning")] if previous is not None else 0
+        generic = _generated(rule) and not _generated(previous)
+        if previous is None or rule.user or severity > before or (severity == before and not generic):
             table[key] = rule
     elif kind == "EnvVarModifyRule":
-        rs.env[rule["old_name"]] = rule
+        if rule["old_name"].endswith("*"):
+            rs.env_prefixes[rule["old_name"][:-1]] = rule
+        else:
+            rs.env[rule["old_name"]] = rule
     elif kind == "ShellCommandRule":
         rs.commands[rule["old_name"]] = rule
     elif kind == "LibraryRule":
         rs.library_q[rule["module"]] = rule
+
+
+def _generated(rule: Rule | None) -> bool:
+    """Is ``rule`` one of the generated per-version lists (rules/npu_support/unsupported_V.json)?"""
+    return rule is not None and rule.origin.startswith("unsupported_")
 
 
 def _add_new_name_aliases(rs: RuleSet) -> None:
@@ -465,7 +488,7 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     """
     words: set[str] = {DEVICE_WORD, BACKEND_WORD}
     for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
-                  rs.args_method, rs.env, rs.commands):
+                  rs.args_method, rs.env, rs.env_prefixes, rs.commands):
         words.update(table)
     words.update(rs.unsupported_attribute)
     calls = set(rs.unsupported_method)

@@ -6,7 +6,10 @@ Where things are (the data flows down this list):
 * bindings.py     the file's imports: local name -> qualified name, and each import's rewrite plan
 * transformer.py  the one libcst transformer, made of one handler class per concern:
   scopes.py (name resolution), references.py (dotted names), calls.py (call rules),
-  commands.py (shell commands run by os/subprocess, reached from calls.py), values.py (device/backend values by their place), imports.py (import rewrites, pruning, insertion)
+  commands.py (shell commands run by os/subprocess, reached from calls.py), values.py (device/backend
+  values by their place), device_tests.py (what a device is tested against), argv.py (command lines
+  written as lists), members.py (the project's own definitions of renamed members), imports.py
+  (import rewrites, pruning, insertion)
 * state.py        what the handlers share: records, node replacements, import uses
 * literals.py     which literals are CUDA devices or the NCCL backend, and their NPU form
 * positions.py    lines and columns of recorded nodes (the only user of libcst internals)

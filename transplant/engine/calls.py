@@ -18,7 +18,8 @@ from ..rules import Rule
 from .commands import RUNNERS
 from .cst_util import code_of, dotted_parts, make_dotted, string_value
 from .literals import BACKEND_NAME, DEVICE_NAME, GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, \
-    rewrite_device_expr
+    rewrite_backend_expr, rewrite_device_expr
+from .device_tests import PREFIX_METHODS
 from .state import State
 
 # lookups whose last argument is the default for a key: name -> index of the key
@@ -63,12 +64,14 @@ class CallHandlers(State):
         if device_rule is None and method is not None:
             device_rule = self.rules.device_method.get(method)
         changed |= self._device_args(original_node, args, device_rule, bare)
-        if self.rules.env:
+        if self.rules.env or self.rules.env_prefixes:
             changed |= self._env_keywords(original_node, args)
         if self.rules.commands and qualified in RUNNERS:  # os.system("nvidia-smi"), subprocess.run([...])
             changed |= self._shell_command(original_node, qualified, args)
         if bare in LOOKUPS:
             changed |= self._lookup_default(original_node, args, bare)
+        if method in PREFIX_METHODS:
+            changed |= self._device_prefix_test(original_node, args)  # device_tests.py
 
         new_func = updated_node.func
         method_rule = self.rules.rename_method.get(method) if method is not None else None
@@ -132,10 +135,13 @@ class CallHandlers(State):
         """``dict(os.environ, CUDA_VISIBLE_DEVICES="0")``, ``os.environ.update(CUDA_...=...)``."""
         changed = False
         for i, arg in enumerate(args):
-            if arg.keyword is None or arg.keyword.value not in self.rules.env:
+            rule = self.rules.env_rule(arg.keyword.value) if arg.keyword is not None else None
+            if rule is None:
                 continue
             old = arg.keyword.value
-            rule = self.rules.env[old]
+            if rule.get("new_name") is None:
+                self._env_finding(call.args[i].keyword, old, rule)  # values.py
+                continue
             if self.record(call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old,
                            new=rule["new_name"]):
                 args[i] = arg.with_changes(keyword=cst.Name(rule["new_name"]))
@@ -168,6 +174,8 @@ class CallHandlers(State):
         new_expr = self.expr(new_text)
         if rule.get("arg_old") is not None:
             replaced = replace_literal(arg.value, rule["arg_old"], self.expr(rule["arg_old"]), new_expr)
+            if replaced is None and string_value(self.expr(rule["arg_old"])) == "nccl":
+                replaced = rewrite_backend_expr(arg.value)  # "cpu:gloo,cuda:nccl"
             if replaced is None:
                 if not _is_constant(original_value) and not self._carried(original_value):
                     # use_cuda=self._use_cuda: its value is not known here, and no rule sees where it is set
@@ -223,6 +231,13 @@ class CallHandlers(State):
             elif arg.keyword is not None:
                 kw = arg.keyword.value
                 target = kw in names or (bare == "add_argument" and kw in ("default", "choices"))
+                if not target and BACKEND_NAME.search(kw):
+                    # init_dist(backend="nccl"), deepspeed.init_distributed(dist_backend="nccl")
+                    new = self._backend_value(arg.value, call.args[i].value)
+                    if new is not None:
+                        args[i] = arg.with_changes(value=new)
+                        changed = True
+                    continue
             given = given or (rule is not None and target) or bool(arg.star)
             if not target and is_device_template(call.args[i].value):
                 rule_here = None  # a computed device string given to any other argument

@@ -141,6 +141,7 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
                 bindings.rewritten.pop(name, None)
     whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
     conv = Converter(module, rules, bindings, excluded, flow_of(whole if whole is not None else module.bytes))
+    conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:
         new_module = module.visit(conv)
     except RecursionError:

@@ -18,10 +18,12 @@ from .cst_util import code_of, replace_string, string_value
 DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
 DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
 DEVICE_PREFIX = "cuda:"
-DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location)$", re.IGNORECASE)
+DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location|device_map)$", re.IGNORECASE)
 TYPE_STRING_PREFIX = "torch.cuda."
 BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
-GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device"})
+# device_map: Hugging Face from_pretrained / accelerate ("cuda", {"": "cuda:0"}, {"lm_head": "cuda:1"})
+GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device", "device_map"})
+BACKEND_PER_DEVICE = re.compile(r"^\w+:\w+(,\w+:\w+)*$")  # "cpu:gloo,cuda:nccl"
 
 
 def _device_literal(value: str) -> bool:
@@ -95,6 +97,21 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def rewrite_device_prefix(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The argument of ``<device>.startswith(...)``: "cuda", "cuda:", "cuda:0" (or a tuple of prefixes)
+    in their NPU form; None when there is none."""
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        if value is not None and (value == DEVICE_PREFIX or DEVICE_STR.match(value)):
+            return replace_string(node, "cuda", "npu")
+        return None
+    if isinstance(node, cst.Tuple):
+        elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_device_prefix(el.value))
+                    else el for el in node.elements]
+        return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+    return None
+
+
 def is_device_template(node: cst.BaseExpression) -> bool:
     """A device string computed from a template: f"cuda:{i}", "cuda:{}".format(i), "cuda:%d" % i,
     "cuda:" + str(i)."""
@@ -116,9 +133,16 @@ def is_device_template(node: cst.BaseExpression) -> bool:
 
 
 def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """'nccl' -> 'hccl' in a backend value (also in conditional expressions, lists and tuples)."""
+    """'nccl' -> 'hccl' in a backend value, 'cuda:nccl' -> 'npu:hccl' in a backend per device type
+    ("cpu:gloo,cuda:nccl"); also in conditional expressions, lists and tuples."""
     if isinstance(node, cst.SimpleString):
-        return replace_string(node, "nccl", "hccl") if string_value(node) == "nccl" else None
+        value = string_value(node)
+        if value == "nccl":
+            return replace_string(node, "nccl", "hccl")
+        if value is not None and BACKEND_PER_DEVICE.match(value) and "cuda:nccl" in value.split(","):
+            # "cpu:gloo,cuda:nccl": a backend for each device type
+            return replace_string(node, "cuda:nccl", "npu:hccl")
+        return None
     if isinstance(node, cst.IfExp):
         body, orelse = rewrite_backend_expr(node.body), rewrite_backend_expr(node.orelse)
         if body is None and orelse is None:
@@ -128,6 +152,19 @@ def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
         elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_backend_expr(el.value))
                     else el for el in node.elements]
         return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+    return None
+
+
+def option_value(name: str, value: str) -> tuple[str, str] | None:
+    """The NPU form of a command-line value and its record kind ("device" or "args"), for an option or
+    variable ``name`` (``--dist-backend``, ``DEVICE``, ``trainer.device``: ``-`` counts as ``_``, the
+    last dotted part decides) holding ``value``; None unless the name plainly names a device holding a
+    CUDA device or a backend holding "nccl"."""
+    name = name.lstrip("-").rsplit(".", 1)[-1].replace("-", "_")
+    if value == "nccl":
+        return ("hccl", "args") if BACKEND_NAME.search(name) else None
+    if DEVICE_STR.match(value) and DEVICE_NAME.search(name):
+        return "npu" + value[4:], "device"
     return None
 
 

@@ -1,6 +1,7 @@
 """The ``torch.cuda`` namespace as a whole: every reference to it is converted or reported.
 
-The rule tables name the torch.cuda API transplant knows. A name under ``torch.cuda`` that no rule
+The rule tables name the torch.cuda API transplant knows; torch's private CUDA bindings
+(``torch._C._cuda_*``, ``torch._C._nccl_*``) count as part of the namespace. A name under ``torch.cuda`` that no rule
 converts or reports (a newer API, a private helper, ``torch.cuda.nccl`` imported as a module, a
 typo kept alive by ``try/except ImportError``) would otherwise pass through silently and fail on
 the NPU machine. This module decides which qualified names those are and says what to do; the
@@ -13,15 +14,23 @@ from ..rules import RuleSet
 
 NAMESPACE = "torch.cuda"
 COUNTERPART = "torch_npu.npu"  # torch_npu's module of the same shape (in torch_npu's public names)
+# torch's private CUDA and NCCL bindings (torch._C._cuda_getDeviceCount, torch._C._nccl_version, ...):
+# CUDA-only by their name, whatever the function
+PRIVATE = ("torch._C._cuda", "torch._C._nccl")
 
 
 def in_namespace(qualified: str) -> bool:
-    return qualified == NAMESPACE or qualified.startswith(NAMESPACE + ".")
+    return qualified == NAMESPACE or qualified.startswith(NAMESPACE + ".") or _private(qualified)
+
+
+def _private(qualified: str) -> bool:
+    return qualified.startswith(PRIVATE) and "." not in qualified[len("torch._C."):]
 
 
 def unknown(rules: RuleSet, qualified: str) -> bool:
-    """Is ``qualified`` under torch.cuda and named by no rule, neither itself nor as the module of
-    names the rules know (``torch.cuda.amp`` is known through ``torch.cuda.amp.GradScaler``)?"""
+    """Is ``qualified`` under torch.cuda (or a private CUDA binding of torch._C) and named by no rule,
+    neither itself nor as the module of names the rules know (``torch.cuda.amp`` is known through
+    ``torch.cuda.amp.GradScaler``)?"""
     if not in_namespace(qualified) or qualified == NAMESPACE:
         return False
     if rules.new_name(qualified) is not None or qualified in rules.unsupported_q:
@@ -30,6 +39,9 @@ def unknown(rules: RuleSet, qualified: str) -> bool:
 
 
 def message(qualified: str) -> str:
+    if _private(qualified):
+        return (f"{qualified}: a private CUDA binding of torch._C, with no torch_npu counterpart known; "
+                f"use the public {COUNTERPART} API (device, memory, stream queries) or rewrite this code by hand")
     if qualified == NAMESPACE:
         return (f"{NAMESPACE} used as a whole: what is done with it cannot be followed; "
                 f"use {COUNTERPART}, which has the same functions")

@@ -59,6 +59,9 @@ class ReferenceHandlers(State):
                 if self._code(target) != replacement:
                     if self.record(target, "rename", f"{old} -> {new}", rule, api=old, new=replacement):
                         self.replacements[id(target)] = make_dotted(replacement)
+                        caveat = self.rules.unsupported_q.get(old)
+                        if caveat is not None:  # the counterpart exists but does not behave the same
+                            self._finding(target, old, caveat)
                         if not replacement.startswith(root + ".") and replacement != root:
                             self.touched.add(root)
                             self._need_root(new)

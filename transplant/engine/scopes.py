@@ -103,6 +103,9 @@ class ScopeHandlers(State):
         names it binds are reported where they are)."""
         if namespace.unknown(self.rules, qualified):
             self.record(alias, "no_counterpart", namespace.message(qualified), None, api=qualified, level="error")
+        elif self.rules.new_name(qualified) is not None and (caveat := self.rules.unsupported_q.get(qualified)):
+            # renamed by the import (its uses are not edited), but the counterpart does not behave the same
+            self._finding(alias, qualified, caveat)
         elif (library := self.rules.library_of(qualified)) is not None and self.rules.new_name(qualified) is None:
             self._library_finding(alias, qualified, library)
 

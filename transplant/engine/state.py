@@ -50,6 +50,8 @@ class State(cst.CSTTransformer):
         self.needs_imports: set[str] = set()
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
+        self.device_matches: set[int] = set()  # match statements whose subject is a device
+        self.folds: list[bytes] = []  # the skeleton's folded statements, by number (driver.py)
         self.stores: set[int] = set()  # names assigned to (a binding, not a use of what they were bound to)
         self._parsed: dict[str, cst.BaseExpression] = {}
 

@@ -7,7 +7,10 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * references.py  renames and findings of dotted names and attributes
 * calls.py       argument, device-argument, environment-keyword and method rules of calls
 * commands.py    shell commands run from Python (os.system, subprocess), called from calls.py
-* values.py      device/backend values by their place (assignments, parameters, dicts, comparisons)
+* values.py      device/backend values by their place (assignments, parameters, dicts)
+* device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
+* argv.py        command lines written as lists (``["--device", "cuda"]``)
+* members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -16,14 +19,17 @@ import. A new rule kind adds a handler class here, with its matching and its rec
 
 from __future__ import annotations
 
+from .argv import ArgvHandlers
 from .calls import CallHandlers
 from .commands import CommandHandlers
 from .imports import ImportHandlers
+from .members import MemberHandlers
 from .references import ReferenceHandlers
 from .scopes import ScopeHandlers
-from .values import ValueHandlers
+from .device_tests import DeviceTestHandlers
 
 
-class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, ValueHandlers, ImportHandlers):
+class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
+                MemberHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 

@@ -1,12 +1,15 @@
 """Device, backend and environment values outside call arguments.
 
-Owns where a string is a device or backend by its place: assigned to (or compared with) a name
-like ``device``/``map_location``/``backend``, a parameter default, a dict value under such a key,
-a computed device template anywhere but a dict key, ``CUDA_*`` environment names and
-``"torch.cuda.XTensor"`` type strings in literals. Which literal is a device is literals.py's.
+Owns where a string is a device or backend by its place: assigned to a name like
+``device``/``map_location``/``backend`` (tests of such a value are device_tests.py's), a parameter
+default, a dict value under such a key, a computed device template anywhere but a dict key,
+environment names in literals (``CUDA_*`` renamed, ``NCCL_DEBUG`` reported) and
+``"torch.cuda.XTensor"`` type strings. Which literal is a device is literals.py's.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -15,14 +18,14 @@ from .literals import BACKEND_NAME, DEVICE_NAME, TYPE_STRING_PREFIX, is_device_t
     rewrite_device_expr
 from .state import State
 
-# calls whose result is the process group's backend name
-BACKEND_QUERIES = frozenset({"torch.distributed.get_backend", "torch.distributed.distributed_c10d.get_backend"})
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 class ValueHandlers(State):
     """Device and backend values by their place; environment names in strings."""
 
     def _device_target(self, node: cst.BaseExpression) -> bool:
+        """Is ``node`` a device by its name: ``device``, ``args.device``, ``x.device.type``, ``dev``?"""
         parts = dotted_parts(node)
         if not parts:
             return False
@@ -124,45 +127,22 @@ class ValueHandlers(State):
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
         return self._template(original_node, updated_node)
 
-    def _compared_kind(self, node: cst.BaseExpression):
-        """How a value compared with ``node`` is rewritten: as a device (``x.device.type``, ``args.device``),
-        as a backend (``args.dist_backend``, ``dist.get_backend()``), or not (None)."""
-        if self._device_target(node):
-            return self._device_value
-        parts = dotted_parts(node)
-        if parts and BACKEND_NAME.search(parts[-1]):
-            return self._backend_value
-        if isinstance(node, cst.Call) and self.resolve(node.func) in BACKEND_QUERIES:
-            return self._backend_value
-        return None
-
-    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison:
-        left_kind = self._compared_kind(original_node.left)
-        new_left = updated_node.left
-        targets = []
-        for i, comp in enumerate(original_node.comparisons):
-            if not isinstance(comp.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
-                continue
-            if left_kind is not None:
-                targets.append(i)
-            elif (kind := self._compared_kind(comp.comparator)) is not None:
-                new = kind(updated_node.left, original_node.left)
-                if new is not None:
-                    new_left = new
-        comparisons = list(updated_node.comparisons)
-        for i in targets:
-            new = left_kind(comparisons[i].comparator, original_node.comparisons[i].comparator)
-            if new is not None:
-                comparisons[i] = comparisons[i].with_changes(comparator=new)
-        return updated_node.with_changes(left=new_left, comparisons=comparisons)
-
     # ---- environment variable names in string literals
+
+    def _env_finding(self, anchor: cst.CSTNode, name: str, rule) -> None:
+        """A variable with no NPU counterpart (EnvVarModifyRule without new_name): reported, kept."""
+        level = rule.get("level", "note")
+        kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+        self.record(anchor, kind, f"{name}: {rule.get('message', 'has no effect on NPU')}", rule, api=name, level=level)
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
         value = string_value(original_node)
-        if value is not None and value in self.rules.env:
-            rule = self.rules.env[value]
-            if self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value, new=rule["new_name"]):
+        rule = self.rules.env_rule(value) if value is not None and ENV_NAME.match(value) else None
+        if rule is not None:
+            if rule.get("new_name") is None:
+                self._env_finding(original_node, value, rule)
+            elif self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value,
+                             new=rule["new_name"]):
                 return replace_string(updated_node, value, rule["new_name"])
         elif value is not None and value.startswith(TYPE_STRING_PREFIX) and value.endswith("Tensor"):
             # legacy type names as strings: x.type("torch.cuda.HalfTensor"), x.type() == "...",

@@ -272,7 +272,7 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         new_text = new_texts.get(number)
         original = _cell_text(cell)
         text_now = new_text if new_text is not None else original
-        if (rules.env or rules.commands) and not skips_file(text_now.encode("utf-8")):
+        if not skips_file(text_now.encode("utf-8")):
             shell_text, shell_records = _shell_lines(text_now, number, rules)
             if shell_records:
                 if new_text is not None:  # the engine may have added import lines: records count the cell's own

@@ -1,6 +1,7 @@
-"""Shell scripts: rename CUDA environment variables (CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES)
-and replace or report CUDA-only commands (nvidia-smi -> npu-smi info). Notebooks use the first part
-only (convert_shell); whole scripts and Dockerfiles both (convert_shell_script)."""
+"""Shell scripts: rename CUDA environment variables (CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES),
+device and backend values of options (--device cuda -> npu, shell_values.py), and replace or report
+CUDA-only commands (nvidia-smi -> npu-smi info). Notebooks use the first two parts
+(convert_shell); whole scripts and Dockerfiles all three (convert_shell_script)."""
 
 from __future__ import annotations
 
@@ -10,30 +11,69 @@ from typing import Iterator
 
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import Rule, RuleSet
+from .shell_values import value_edits
 
 
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
-    if not rules.env:
-        return Conversion(None, [])
+    """Environment variables: renamed (EnvVarModifyRule with new_name), or reported where code uses
+    them (without new_name, also every variable of a prefix rule such as ``NCCL_*``); device and
+    backend values of options and variables (``--device cuda``, ``BACKEND=nccl``, shell_values.py)."""
     if skips_file(data):  # same comments as Python files
         return Conversion(None, [])
-    names = sorted(rules.env, key=len, reverse=True)
-    pattern = re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(re.escape(n.encode()) for n in names) + rb")(?![A-Za-z0-9_])")
+    names = [re.escape(n.encode()) for n in sorted(rules.env, key=len, reverse=True)]
+    names += [re.escape(p.encode()) + rb"[A-Z0-9_]+" for p in sorted(rules.env_prefixes, key=len, reverse=True)]
+    pattern = (re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(names) + rb")(?![A-Za-z0-9_])") if names else None)
     records: list[Record] = []
     out: list[bytes] = []
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
         if SKIP_LINE.search(line):
             out.append(line)
             continue
-        for match in pattern.finditer(line):
+        comment = _comment_start(line)
+        edits: list[tuple[int, int, bytes]] = []
+
+        def where(start: int, length: int) -> tuple[int, int, int, int]:
+            col = len(line[:start].decode("utf-8", "replace")) + 1
+            return number, col, number, col + length
+
+        for match in pattern.finditer(line) if pattern is not None else ():
             old = match.group(1).decode()
-            rule = rules.env[old]
-            col = len(line[: match.start()].decode("utf-8", "replace")) + 1
-            records.append(Record(number, col, number, col + len(old), CODES["env"], "fix", OPERATION["env"],
-                                  f"{old} -> {rule['new_name']}", rule.origin, api=old, old=old, new=rule["new_name"]))
-        out.append(pattern.sub(lambda m: rules.env[m.group(1).decode()]["new_name"].encode(), line))
+            rule = rules.env_rule(old)
+            if rule is None:
+                continue
+            new_name = rule.get("new_name")
+            if new_name is None:
+                if match.start() < comment:  # a variable named in a comment configures nothing
+                    level = rule.get("level", "note")
+                    kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+                    records.append(Record(*where(match.start(), len(old)), CODES[kind], level, "",
+                                          f"{old}: {rule.get('message', 'has no effect on NPU')}", rule.origin,
+                                          api=old, suggestion=rule.get("suggestion", "")))
+                continue
+            records.append(Record(*where(match.start(), len(old)), CODES["env"], "fix", OPERATION["env"],
+                                  f"{old} -> {new_name}", rule.origin, api=old, old=old, new=new_name))
+            edits.append((match.start(), match.end(), new_name.encode()))
+        for edit in value_edits(line[:comment]):
+            what = "device string" if edit.kind == "device" else "collective backend"
+            records.append(Record(*where(edit.start, len(edit.old)), CODES[edit.kind], "fix", OPERATION[edit.kind],
+                                  f"{what} {edit.old} -> {edit.new}", "builtin", old=edit.old, new=edit.new))
+            edits.append((edit.start, edit.end, edit.new.encode()))
+        pieces: list[bytes] = []
+        last = 0
+        for start, end, new_bytes in sorted(edits):
+            pieces += [line[last:start], new_bytes]
+            last = end
+        out.append(b"".join(pieces) + line[last:])
     new = b"".join(out)
+    records.sort(key=lambda r: (r.line, r.col))
     return Conversion(new if new != data else None, records)
+
+
+def _comment_start(line: bytes) -> int:
+    """Where a ``#`` comment starts in a shell line (its length when there is none); a ``#`` inside a
+    word (``${#x}``, ``a#b``) starts none."""
+    match = re.search(rb"(?:^|\s)#", line)
+    return match.start() if match is not None else len(line)
 
 
 # a command word: at the start of a line or after a shell separator or keyword (sudo, watch -n 1, ...),
