@@ -78,6 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--tree", type=Path, default=ROOT, help="checkout whose transplant is measured")
+    parser.add_argument("--markdown", action="store_true", help="also print the figures as a Markdown table")
     args = parser.parse_args()
     path = os.pathsep.join(filter(None, [str(args.tree.resolve()), os.environ.get("PYTHONPATH")]))
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSPLANT_")}
@@ -123,6 +124,11 @@ def main() -> None:
         median = statistics.median(values)
         print(f"{name:32s} {median * 1000:6.0f}ms {min(values) * 1000:6.0f}ms {(median - floor) * 1000:+10.0f}ms "
               f"{statistics.median(cpu[name]) * 1000:6.0f}ms")
+    if args.markdown:
+        print("\n| command | wall, median | wall, fastest | CPU, median |\n|---|---|---|---|")
+        for name, values in times.items():
+            print(f"| {name.strip()} | {statistics.median(values) * 1000:.0f} ms | {min(values) * 1000:.0f} ms | "
+                  f"{statistics.median(cpu[name]) * 1000:.0f} ms |")
 
 
 if __name__ == "__main__":
