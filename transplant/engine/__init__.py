@@ -7,7 +7,8 @@ Where things are (the data flows down this list):
 * transformer.py  the one libcst transformer, made of one handler class per concern:
   scopes.py (name resolution), references.py (dotted names), calls.py (call rules),
   values.py (device/backend values by their place), device_tests.py (what a device is tested
-  against), imports.py (import rewrites, pruning, insertion)
+  against), argv.py (command lines written as lists), members.py (the project's own ``def cuda``),
+  imports.py (import rewrites, pruning, insertion)
 * state.py        what the handlers share: records, node replacements, import uses
 * literals.py     which literals are CUDA devices or the NCCL backend, and their NPU form
 * positions.py    lines and columns of recorded nodes (the only user of libcst internals)
