@@ -280,6 +280,22 @@ def test_config_look_alikes_are_left_alone(src):
     assert conv.new is None and conv.changes == []
 
 
+@pytest.mark.parametrize("name,src,out", [
+    ("compose.yaml", b"environment:\n  - CUDA_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n",
+     b"environment:\n  - ASCEND_RT_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n"),
+    ("run.json", b'{"device": "cuda", "env": {"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}}',
+     b'{"device": "npu", "env": {"ASCEND_RT_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}}'),
+])
+def test_config_environment_variables_are_renamed_or_reported(name, src, out):
+    # renamed like in shell scripts; one without counterpart is reported where it is set, not in a comment
+    rules = cached_ruleset()
+    conv = convert_config(name, src, rules)
+    assert conv.new == out
+    assert [r.api for r in conv.records if r.level != "fix"] == ["NCCL_DEBUG"]
+    assert convert_config(name, out, rules).new is None
+    assert convert_config(name, src).new != out  # without rules: no environment variables
+
+
 def test_dependency_lists_of_pyproject_and_setup_cfg():
     pyproject = ('[project]\ndependencies = [\n  "torch>=2.1",\n  "xformers",  # attention\n]\n'
                  '[project.optional-dependencies]\ngpu = ["bitsandbytes", "cupy-cuda12x"]\n'

@@ -73,7 +73,7 @@ def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: Projec
     if kind == "config":
         from .formats.configs import may_match
 
-        return may_match(path, data)
+        return may_match(path, data, rules)
     if kind == "dockerfile":
         from .formats.dockerfile import may_match
 
@@ -167,7 +167,7 @@ def _convert_project_file(path: str, kind: str, data: bytes, rules: RuleSet, fac
     if kind == "config":
         from .formats.configs import convert_config
 
-        return convert_config(path, data)
+        return convert_config(path, data, rules)
     from .formats.dockerfile import convert_dockerfile
 
     return convert_dockerfile(data, rules)

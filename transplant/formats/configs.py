@@ -4,7 +4,8 @@ A value ``cuda``, ``cuda:N`` (under a device key) or ``nccl`` (under a backend k
 ``npu``/``npu:N``/``hccl``: only the value token's bytes change, quotes, spacing, comments and line
 ends stay. Any other ``cuda``/``cuda:N``/``nccl`` token outside comments (a list of devices, a key
 such as ``accelerator``) is reported (TP207). Works on bytes with ASCII patterns, so any
-ASCII-compatible encoding is kept as it is. Keys come from rules/project/configs.json.
+ASCII-compatible encoding is kept as it is. Keys come from rules/project/configs.json. Environment
+variables the rules name are renamed or reported as in shell scripts (shell.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import re
 
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
+from ..rules import RuleSet
 from .data import load
+from .shell import env_edits, env_pattern
 from .requirements import pyproject_items, requirement_records, setup_cfg_items, toml_code
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".ini", ".cfg")
@@ -32,9 +35,10 @@ def _name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1].lower()
 
 
-def may_match(path: str, data: bytes) -> bool:
+def may_match(path: str, data: bytes, rules: RuleSet | None = None) -> bool:
     """Can the conversion find anything in ``data``? (dependency lists are always read)"""
-    return b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
+    return (b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
+            or (rules is not None and env_pattern(rules) is not None and env_pattern(rules).search(data) is not None))
 
 
 def _key_kind(key: str) -> str:
@@ -67,20 +71,22 @@ def _code_part(line: bytes, is_json: bool) -> bytes:
     return code.encode("latin-1")
 
 
-def convert_config(path: str, data: bytes) -> Conversion:
+def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conversion:
+    """``rules``: their environment variables are renamed or reported where the file names them
+    (``environment: {CUDA_VISIBLE_DEVICES: "0"}``, ``- NCCL_DEBUG=INFO``), as in shell scripts."""
     if skips_file(data):
         return Conversion(None, [])
     is_json = path.lower().endswith(".json")
     pairs = _JSON_PAIR if is_json else _LINE_PAIR
+    env = env_pattern(rules) if rules is not None else None
     records: list[Record] = []
     out: list[bytes] = []
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
-        if SKIP_LINE.search(line) or not (b"cuda" in line or b"nccl" in line):
+        if SKIP_LINE.search(line) or not (b"cuda" in line or b"nccl" in line or (env is not None and env.search(line))):
             out.append(line)
             continue
         code = _code_part(line, is_json)
-        pieces: list[bytes] = []
-        last = 0
+        edits = env_edits(rules, env, code, number, records) if env is not None else []
         changed: set[int] = set()
         for m in pairs.finditer(code):
             key, value_at = (m.group(1), m.start(3)) if is_json else (m.group(3), m.start(6))
@@ -94,8 +100,7 @@ def convert_config(path: str, data: bytes) -> Conversion:
             records.append(Record(number, col, number, col + len(value), CODES[what], "fix", OPERATION[what],
                                   f"{key.decode('latin-1')}: {value.decode()} -> {new.decode()}", RULE,
                                   api=key.decode("latin-1"), old=value.decode(), new=new.decode()))
-            pieces += [line[last:value_at], new]
-            last = value_at + len(value)
+            edits.append((value_at, value_at + len(value), new))
             changed.add(value_at)
         for m in _TOKEN.finditer(code):
             if m.start() in changed:
@@ -106,6 +111,11 @@ def convert_config(path: str, data: bytes) -> Conversion:
                                   "convert (the key does not plainly name a device or backend)", RULE, api=value,
                                   suggestion="use 'npu' for a device or 'hccl' for a collective backend if this "
                                   "value reaches torch"))
+        pieces: list[bytes] = []
+        last = 0
+        for start, end, new in sorted(edits):
+            pieces += [line[last:start], new]
+            last = end
         out.append(b"".join(pieces) + line[last:] if pieces else line)
     name = _name(path)
     if name in DEPENDENCY_FILES:

@@ -14,15 +14,47 @@ from ..rules import Rule, RuleSet
 from .shell_values import value_edits
 
 
+def env_pattern(rules: RuleSet) -> "re.Pattern[bytes] | None":
+    """The names of the rules' environment variables (exact names, and ``NCCL_...`` for a prefix rule)."""
+    names = [re.escape(n.encode()) for n in sorted(rules.env, key=len, reverse=True)]
+    names += [re.escape(p.encode()) + rb"[A-Z0-9_]+" for p in sorted(rules.env_prefixes, key=len, reverse=True)]
+    return re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(names) + rb")(?![A-Za-z0-9_])") if names else None
+
+
+def env_edits(rules: RuleSet, pattern: "re.Pattern[bytes]", code: bytes, number: int,
+              records: list[Record], comment: int | None = None) -> list[tuple[int, int, bytes]]:
+    """The environment variables of one line: a record for each (a rename, or a finding for a variable
+    without counterpart unless it is in the comment starting at ``comment``), and the renames' edits."""
+    edits: list[tuple[int, int, bytes]] = []
+    for match in pattern.finditer(code):
+        old = match.group(1).decode()
+        rule = rules.env_rule(old)
+        if rule is None:
+            continue
+        col = len(code[: match.start()].decode("utf-8", "replace")) + 1
+        where = (number, col, number, col + len(old))
+        new_name = rule.get("new_name")
+        if new_name is None:
+            if comment is None or match.start() < comment:  # a variable named in a comment configures nothing
+                level = rule.get("level", "note")
+                kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+                records.append(Record(*where, CODES[kind], level, "",
+                                      f"{old}: {rule.get('message', 'has no effect on NPU')}", rule.origin,
+                                      api=old, suggestion=rule.get("suggestion", "")))
+            continue
+        records.append(Record(*where, CODES["env"], "fix", OPERATION["env"], f"{old} -> {new_name}", rule.origin,
+                              api=old, old=old, new=new_name))
+        edits.append((match.start(), match.end(), new_name.encode()))
+    return edits
+
+
 def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
     """Environment variables: renamed (EnvVarModifyRule with new_name), or reported where code uses
     them (without new_name, also every variable of a prefix rule such as ``NCCL_*``); device and
     backend values of options and variables (``--device cuda``, ``BACKEND=nccl``, shell_values.py)."""
     if skips_file(data):  # same comments as Python files
         return Conversion(None, [])
-    names = [re.escape(n.encode()) for n in sorted(rules.env, key=len, reverse=True)]
-    names += [re.escape(p.encode()) + rb"[A-Z0-9_]+" for p in sorted(rules.env_prefixes, key=len, reverse=True)]
-    pattern = (re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(names) + rb")(?![A-Za-z0-9_])") if names else None)
+    pattern = env_pattern(rules)
     records: list[Record] = []
     out: list[bytes] = []
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
@@ -30,33 +62,13 @@ def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
             out.append(line)
             continue
         comment = _comment_start(line)
-        edits: list[tuple[int, int, bytes]] = []
-
-        def where(start: int, length: int) -> tuple[int, int, int, int]:
-            col = len(line[:start].decode("utf-8", "replace")) + 1
-            return number, col, number, col + length
-
-        for match in pattern.finditer(line) if pattern is not None else ():
-            old = match.group(1).decode()
-            rule = rules.env_rule(old)
-            if rule is None:
-                continue
-            new_name = rule.get("new_name")
-            if new_name is None:
-                if match.start() < comment:  # a variable named in a comment configures nothing
-                    level = rule.get("level", "note")
-                    kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
-                    records.append(Record(*where(match.start(), len(old)), CODES[kind], level, "",
-                                          f"{old}: {rule.get('message', 'has no effect on NPU')}", rule.origin,
-                                          api=old, suggestion=rule.get("suggestion", "")))
-                continue
-            records.append(Record(*where(match.start(), len(old)), CODES["env"], "fix", OPERATION["env"],
-                                  f"{old} -> {new_name}", rule.origin, api=old, old=old, new=new_name))
-            edits.append((match.start(), match.end(), new_name.encode()))
+        edits = env_edits(rules, pattern, line, number, records, comment) if pattern is not None else []
         for edit in value_edits(line[:comment]):
+            col = len(line[:edit.start].decode("utf-8", "replace")) + 1
             what = "device string" if edit.kind == "device" else "collective backend"
-            records.append(Record(*where(edit.start, len(edit.old)), CODES[edit.kind], "fix", OPERATION[edit.kind],
-                                  f"{what} {edit.old} -> {edit.new}", "builtin", old=edit.old, new=edit.new))
+            records.append(Record(number, col, number, col + len(edit.old), CODES[edit.kind], "fix",
+                                  OPERATION[edit.kind], f"{what} {edit.old} -> {edit.new}", "builtin",
+                                  old=edit.old, new=edit.new))
             edits.append((edit.start, edit.end, edit.new.encode()))
         pieces: list[bytes] = []
         last = 0
