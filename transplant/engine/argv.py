@@ -3,7 +3,7 @@
 
 The list reaches a program's argument parser, whose converted default it overrides, exactly like
 a launch script's ``--device cuda`` (../formats/shell_values.py). The option name decides
-(literals.py ``option_value``): ``"--device"`` followed by ``"cuda"``, or one ``"--device=cuda"``.
+(../devices.py ``option_value``): ``"--device"`` followed by ``"cuda"``, or one ``"--device=cuda"``.
 Owns ``leave_List`` and ``leave_Tuple``.
 """
 
@@ -14,7 +14,7 @@ import re
 import libcst as cst
 
 from .cst_util import replace_string, string_value
-from .literals import option_value
+from ..devices import option_value
 from .state import State
 
 _OPTION = re.compile(r"^--?[A-Za-z][\w-]*$")

@@ -13,14 +13,12 @@ import re
 
 import libcst as cst
 
+from ..devices import BACKEND_NAME, DEVICE_NAME, DEVICE_STR  # noqa: F401  (the engine imports them from here)
 from .cst_util import code_of, replace_string, string_value
 
-DEVICE_STR = re.compile(r"^cuda(:\d+)?$")
 DEVICE_TEMPLATE = re.compile(r"^cuda:(\{\w*\}|%d|%s|%i)$")
 DEVICE_PREFIX = "cuda:"
-DEVICE_NAME = re.compile(r"(^|_)(device|dev|device_type|map_location|device_map)$", re.IGNORECASE)
 TYPE_STRING_PREFIX = "torch.cuda."
-BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
 # device_map: Hugging Face from_pretrained / accelerate ("cuda", {"": "cuda:0"}, {"lm_head": "cuda:1"})
 GENERIC_DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location", "output_device", "device_map"})
 BACKEND_PER_DEVICE = re.compile(r"^\w+:\w+(,\w+:\w+)*$")  # "cpu:gloo,cuda:nccl"
@@ -152,19 +150,6 @@ def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
         elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_backend_expr(el.value))
                     else el for el in node.elements]
         return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
-    return None
-
-
-def option_value(name: str, value: str) -> tuple[str, str] | None:
-    """The NPU form of a command-line value and its record kind ("device" or "args"), for an option or
-    variable ``name`` (``--dist-backend``, ``DEVICE``, ``trainer.device``: ``-`` counts as ``_``, the
-    last dotted part decides) holding ``value``; None unless the name plainly names a device holding a
-    CUDA device or a backend holding "nccl"."""
-    name = name.lstrip("-").rsplit(".", 1)[-1].replace("-", "_")
-    if value == "nccl":
-        return ("hccl", "args") if BACKEND_NAME.search(name) else None
-    if DEVICE_STR.match(value) and DEVICE_NAME.search(name):
-        return "npu" + value[4:], "device"
     return None
 
 

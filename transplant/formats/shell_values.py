@@ -2,7 +2,7 @@
 ``--device=cuda``, ``DEVICE=cuda``, Hydra-style ``trainer.device=cuda``.
 
 A command-line value overrides the default the Python code was converted to, so it must change as
-well. The name decides, as in Python (../engine/literals.py ``option_value``): an option or variable
+well. The name decides, as in Python (../devices.py ``option_value``): an option or variable
 named like a device (``device``, ``*_device``, ``dev``, ``device_type``, ...; ``-`` counts as ``_``)
 holding ``cuda``/``cuda:N``, or like a backend (``backend``, ``*_backend``) holding ``nccl``. Pure function of
 one line's code (the part before a comment); the caller records and applies the edits.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..engine.literals import option_value
+from ..devices import option_value
 
 _VALUE = rb"(['\"]?)(cuda(?::\d+)?|nccl)\2(?![\w:./-])"
 _OPTION = re.compile(rb"(?<![\w-])--?([A-Za-z][\w-]*)(?:=|[ \t]+)" + _VALUE)
