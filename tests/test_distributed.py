@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import stat
@@ -697,15 +698,26 @@ def _machines(commands: list[tuple[list[str], dict[str, str]]], cwd: Path) -> li
     return done
 
 
+_SHARD = re.compile(r"npu shim: rank (\d+) of \d+ samples \[([\d, ]*)\]")
+
+
 def _first_shards(text: str) -> dict[int, list[int]]:
-    """rank -> the sample indices its DistributedSampler gave first (the npu shim prints them)."""
+    """rank -> the sample indices its DistributedSampler gave first (the npu shim prints them).
+
+    The report is found wherever it is, not only at the start of a line: under torchrun the ranks
+    share one stdout and a rank's own print (text and newline written apart) can precede it."""
     shards: dict[int, list[int]] = {}
-    for line in text.splitlines():
-        if line.startswith("npu shim: rank ") and " samples " in line:
-            head, _, indices = line.partition(" samples ")
-            rank = int(head.split()[3])
-            shards.setdefault(rank, [int(i) for i in indices.strip("[]").split(", ") if i])
+    for match in _SHARD.finditer(text):
+        shards.setdefault(int(match[1]), [int(i) for i in match[2].split(", ") if i])
     return shards
+
+
+def test_first_shards_read_from_lines_of_ranks_that_ran_together():
+    text = ("npu shim: rank 1 of 2 samples [5, 2]\n"
+            "epoch 0 loss 0.7npu shim: rank 0 of 2 samples [4, 0]\n\n"  # rank 0 wrote between another's text and newline
+            "npu shim: rank 0 of 2 samples [1, 3]\n"
+            "npu shim: rank 2 of 3 samples []\n")
+    assert _first_shards(text) == {0: [4, 0], 1: [5, 2], 2: []}
 
 
 def _check_one_group_of_four(shards: dict[int, list[int]], root: Path) -> None:
