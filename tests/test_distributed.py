@@ -669,6 +669,9 @@ def test_converted_project_trains_in_two_processes(case, results, tmp_path):
     logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
     assert proc.returncode == 0, (proc.stdout, proc.stderr, logs)
     assert sorted(logs) == ["rank_0.log", "rank_1.log"]
+    # the processes left the group with the handler the conversion registers (an exception in an atexit
+    # handler is printed but leaves the exit status 0)
+    assert not any("Exception ignored" in text or "Traceback" in text for text in logs.values()), logs
     # both processes joined one hccl group, each on the NPU the launch script gave it
     assert "npu shim: process group hccl: rank 0 of 2, NPU 3" in logs["rank_0.log"]
     assert "npu shim: process group hccl: rank 1 of 2, NPU 5" in logs["rank_1.log"]
@@ -784,14 +787,9 @@ def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
 def test_already_distributed_script_trains_under_torchrun(results, tmp_path):
     root = tmp_path / "job"
     shutil.copytree(results["already"], root, symlinks=True)
-    for _attempt in range(3):
-        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                               str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
-                              env=_training_env(), timeout=300)
-        # the user's own teardown (destroy_process_group) now and then aborts a gloo rank at exit on
-        # this CPU wheel, after the training finished: such a run is tried again, any other failure is not
-        if proc.returncode == 0 or "Signal 6 (SIGABRT)" not in proc.stderr:
-            break
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                           str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
+                          env=_training_env(), timeout=300)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert "npu shim: process group hccl: rank 1 of 2" in proc.stdout  # its own group, on hccl
     assert proc.stdout.count("epoch 1") == 1
