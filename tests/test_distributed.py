@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import stat
@@ -668,6 +669,9 @@ def test_converted_project_trains_in_two_processes(case, results, tmp_path):
     logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
     assert proc.returncode == 0, (proc.stdout, proc.stderr, logs)
     assert sorted(logs) == ["rank_0.log", "rank_1.log"]
+    # the processes left the group with the handler the conversion registers (an exception in an atexit
+    # handler is printed but leaves the exit status 0)
+    assert not any("Exception ignored" in text or "Traceback" in text for text in logs.values()), logs
     # both processes joined one hccl group, each on the NPU the launch script gave it
     assert "npu shim: process group hccl: rank 0 of 2, NPU 3" in logs["rank_0.log"]
     assert "npu shim: process group hccl: rank 1 of 2, NPU 5" in logs["rank_1.log"]
@@ -697,15 +701,26 @@ def _machines(commands: list[tuple[list[str], dict[str, str]]], cwd: Path) -> li
     return done
 
 
+_SHARD = re.compile(r"npu shim: rank (\d+) of \d+ samples \[([\d, ]*)\]")
+
+
 def _first_shards(text: str) -> dict[int, list[int]]:
-    """rank -> the sample indices its DistributedSampler gave first (the npu shim prints them)."""
+    """rank -> the sample indices its DistributedSampler gave first (the npu shim prints them).
+
+    The report is found wherever it is, not only at the start of a line: under torchrun the ranks
+    share one stdout and a rank's own print (text and newline written apart) can precede it."""
     shards: dict[int, list[int]] = {}
-    for line in text.splitlines():
-        if line.startswith("npu shim: rank ") and " samples " in line:
-            head, _, indices = line.partition(" samples ")
-            rank = int(head.split()[3])
-            shards.setdefault(rank, [int(i) for i in indices.strip("[]").split(", ") if i])
+    for match in _SHARD.finditer(text):
+        shards.setdefault(int(match[1]), [int(i) for i in match[2].split(", ") if i])
     return shards
+
+
+def test_first_shards_read_from_lines_of_ranks_that_ran_together():
+    text = ("npu shim: rank 1 of 2 samples [5, 2]\n"
+            "epoch 0 loss 0.7npu shim: rank 0 of 2 samples [4, 0]\n\n"  # rank 0 wrote between another's text and newline
+            "npu shim: rank 0 of 2 samples [1, 3]\n"
+            "npu shim: rank 2 of 3 samples []\n")
+    assert _first_shards(text) == {0: [4, 0], 1: [5, 2], 2: []}
 
 
 def _check_one_group_of_four(shards: dict[int, list[int]], root: Path) -> None:
@@ -772,14 +787,9 @@ def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
 def test_already_distributed_script_trains_under_torchrun(results, tmp_path):
     root = tmp_path / "job"
     shutil.copytree(results["already"], root, symlinks=True)
-    for _attempt in range(3):
-        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                               str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
-                              env=_training_env(), timeout=300)
-        # the user's own teardown (destroy_process_group) now and then aborts a gloo rank at exit on
-        # this CPU wheel, after the training finished: such a run is tried again, any other failure is not
-        if proc.returncode == 0 or "Signal 6 (SIGABRT)" not in proc.stderr:
-            break
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                           str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
+                          env=_training_env(), timeout=300)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert "npu shim: process group hccl: rank 1 of 2" in proc.stdout  # its own group, on hccl
     assert proc.stdout.count("epoch 1") == 1
