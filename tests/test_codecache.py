@@ -160,3 +160,28 @@ def test_a_hook_already_in_place_is_left_alone(tmp_path, monkeypatch):
             a: int
 
     assert Inner(3).a == 3 and "exec" not in vars(dataclasses)
+
+
+def test_entries_nothing_makes_any_more_are_dropped_when_they_pile_up(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSPLANT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRANSPLANT_NO_CACHE", raising=False)
+    path = Path(cache_file(str(tmp_path)))
+    stale = {f"x = {i}\n": compile(f"x = {i}\n", "<string>", "exec") for i in range(codecache.STALE_ALLOWANCE + 10)}
+    path.write_bytes(marshal.dumps((sys.version, stale)))
+    with compiled_dataclasses():
+        @dataclasses.dataclass
+        class Fresh:
+            value: int
+
+    _, table = marshal.loads(path.read_bytes())
+    assert Fresh(1).value == 1
+    assert table and not set(table) & set(stale)  # only this run's texts were kept
+    few = dict(list(stale.items())[:10])
+    path.write_bytes(marshal.dumps((sys.version, few)))
+    with compiled_dataclasses():
+        @dataclasses.dataclass
+        class Other:
+            name: str
+
+    _, table = marshal.loads(path.read_bytes())
+    assert set(few) <= set(table)  # a few entries of other runs stay

@@ -26,6 +26,7 @@ from types import CodeType
 from typing import Any, Iterator
 
 FILE_PREFIX = "dataclass-code-"
+STALE_ALLOWANCE = 500  # entries beyond twice a run's own before the file is cut back to that run's
 _builtin_exec = exec
 
 
@@ -92,6 +93,7 @@ def compiled_dataclasses() -> Iterator[None]:
     path = cache_file(folder)
     table = _read(path)
     known = len(table)
+    used: set[str] = set()
 
     def cached_exec(source: Any, globals_: Any = None, locals_: Any = None, /, **kwargs: Any) -> Any:
         if globals_ is None:  # as exec() called in dataclasses' own frame would take them
@@ -101,6 +103,7 @@ def compiled_dataclasses() -> Iterator[None]:
         code = table.get(source)
         if type(code) is not CodeType:
             code = table[source] = compile(source, "<string>", "exec", dont_inherit=True)
+        used.add(source)
         return _builtin_exec(code, globals_, locals_)
 
     dataclasses.exec = cached_exec  # a module global shadows the builtin dataclasses calls
@@ -109,4 +112,6 @@ def compiled_dataclasses() -> Iterator[None]:
     finally:
         del dataclasses.exec
     if len(table) > known:
-        _write(path, table)
+        # texts of other runs (the language server's, a file mode's) stay; when most are no longer
+        # made by anything (after upgrades of libcst), only this run's are kept
+        _write(path, table if len(table) <= 2 * len(used) + STALE_ALLOWANCE else {t: table[t] for t in used})
