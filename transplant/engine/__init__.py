@@ -16,7 +16,7 @@ Where things are (the data flows down this list):
 * cst_util.py     small pure helpers over nodes
 
 Rules come from ../rules.py (loaded once per process); the pre-filter that decides which files
-reach the engine is rules.py's (RuleSet.may_match). The engine never reads or writes files.
+reach the engine is RuleSet.may_match, in the same module. The engine never reads or writes files.
 """
 
 from __future__ import annotations
