@@ -80,9 +80,33 @@ def _cuda_value(node: ast.AST) -> bool:
         DEVICE.match(node.value) is not None or node.value == "nccl")
 
 
+def local_names(func: ast.AST) -> set[str]:
+    """Names a function binds in its own scope other than by import: every name stored or deleted
+    in its body (outside nested functions, classes, lambdas and comprehensions), ``except ... as``
+    names and nested definitions, less its ``global``/``nonlocal`` names."""
+    bound: set[str] = set()
+    declared: set[str] = set()
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        stack.extend(ast.iter_child_nodes(node))
+    return bound - declared
+
+
 def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int, str]:
-    """line -> what ties it to CUDA, for the lines of ``source`` that do. Parameters and comprehension
-    variables shadow imported names in their scope; lines the user opted out of (``# transplant:
+    """line -> what ties it to CUDA, for the lines of ``source`` that do. Parameters, names a function
+    binds other than by import, and comprehension variables shadow imported names in their scope; lines the user opted out of (``# transplant:
     skip``, or the whole file) hold no ties; importing a torch.cuda module the rules know is not a
     tie (its uses are)."""
     if SKIP_FILE.search(source):
@@ -113,7 +137,8 @@ def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int
 
         def visit_FunctionDef(self, node) -> None:
             a = node.args
-            self.scoped(node, {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x})
+            params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+            self.scoped(node, params | (local_names(node) if not isinstance(node, ast.Lambda) else set()))
 
         visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
 

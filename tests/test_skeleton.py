@@ -308,3 +308,18 @@ def test_deep_nesting_matters_only_where_libcst_parses() -> None:
     with pytest.raises(engine.SourceError) as err:
         engine.convert(active_deep, RULES)
     assert "nested too deeply" in str(err.value) and err.value.line == 8  # its line in the source
+
+
+def test_a_function_binding_an_imported_name_keeps_that_statement() -> None:
+    # in a function, ``torch = ...`` (or ``global torch``) decides what every ``torch`` there is:
+    # the engine must see it, however inert the statement is; a module's own rebinding may fold
+    source = (b"import torch\nx = torch.zeros(1)\ntorch = torch\n\n\ndef f(a):\n    b = a + 1\n"
+              b"    torch = fake(b)\n    c = b * 2\n    torch.cuda.synchronize()\n    return c\n\n\n"
+              b"def g(a):\n    b = a + 1\n    global torch\n    c = b * 2\n    torch.cuda.synchronize()\n")
+    skel = skeleton(source, RULES)
+    assert skel is not None
+    assert b"    torch = fake(b)\n" in skel.text and b"    global torch\n" in skel.text
+    assert b"torch = torch\n" in b"".join(skel.folds)  # the module's own: folded
+    check_skeleton(source)
+    assert view(engine.convert(source, RULES)) == view(whole(source))
+    assert engine.convert(source, RULES).new.count(b"torch_npu.npu.synchronize()") == 1  # g's; f's torch is its own

@@ -84,7 +84,8 @@ def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
         return None
     lines = source.splitlines(keepends=True)
     folds: list[list] = []  # [first line, last line, words], in source order
-    _fold_block(tree.body, lines, rules, _aliases(tree, source, lines), folds, top=True)
+    aliases = _aliases(tree, source, lines)
+    _fold_block(tree.body, lines, rules, aliases, folds, top=True, keep=_rebinding_lines(tree, lines, aliases))
     if not folds:
         return None
 
@@ -111,11 +112,14 @@ def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
 
 
 def _fold_block(stmts: list[ast.stmt], lines: list[bytes], rules: RuleSet,
-                aliases: dict[bytes, frozenset[bytes]], folds: list[list], *, top: bool) -> None:
+                aliases: dict[bytes, frozenset[bytes]], folds: list[list], *, top: bool, keep: frozenset[int]) -> None:
+    """Fold the runs of ``stmts`` no rule can match in; a statement on a line of ``keep`` (it binds
+    an imported name: the engine must see that, see _rebinding_lines) is never folded."""
     run: list | None = None  # the fold being extended over consecutive foldable statements
     for index, (first, last, group, own) in enumerate(_units(stmts, lines)):
         words = None
-        if own and not (top and index == 0 and _is_docstring(group[0])):
+        if own and not (top and index == 0 and _is_docstring(group[0])) \
+                and not any(first <= line <= last for line in keep):
             text = b"".join(lines[first - 1:last])
             if b"import" not in text and not escapes_words(text):
                 words = rules.inert_words(text, aliases)
@@ -131,7 +135,7 @@ def _fold_block(stmts: list[ast.stmt], lines: list[bytes], rules: RuleSet,
             run = None
         if own and len(group) == 1:
             for block in _blocks(group[0], lines):
-                _fold_block(block, lines, rules, aliases, folds, top=False)
+                _fold_block(block, lines, rules, aliases, folds, top=False, keep=keep)
     if run is not None:
         folds.append(run)
 
@@ -185,6 +189,41 @@ def _blocks(stmt: ast.stmt, lines: list[bytes]) -> Iterator[list[ast.stmt]]:
 
 def _is_docstring(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _rebinding_lines(tree: ast.Module, lines: list[bytes], aliases: dict[bytes, frozenset[bytes]]) -> frozenset[int]:
+    """The lines of statements that bind an imported name other than by an import (``torch = x``,
+    ``for amp in ...``, ``with ... as cuda``, ``except E as F``, ``del nn``, a nested ``def``), and
+    of ``global``/``nonlocal`` statements naming one: in a function the first make the name local to
+    all of it, the second keep it global, and the engine's scopes must see both."""
+    if not aliases:
+        return frozenset()
+    names = {name.decode() for name in aliases}
+    found: set[int] = set()
+    stack: list[tuple[list[ast.stmt], bool]] = [(tree.body, False)]  # (statements, inside a function)
+    while stack:
+        block, inside = stack.pop()
+        for stmt in block:
+            nested = inside or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            stack += [(body, nested) for body in _blocks(stmt, lines)]
+            if not inside:
+                continue  # a module's own bindings are no function's locals
+            targets: list[ast.AST] = []
+            if isinstance(stmt, (ast.Assign, ast.Delete)):
+                targets = list(stmt.targets)
+            elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+                targets = [stmt.target]
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name in names \
+                    or isinstance(stmt, (ast.Global, ast.Nonlocal)) and names.intersection(stmt.names):
+                found.add(stmt.lineno)  # (a global statement undoes what the binding would do)
+            if any(isinstance(n, ast.Name) and n.id in names for t in targets for n in ast.walk(t)):
+                found.add(stmt.lineno)
+            for handler in getattr(stmt, "handlers", ()):
+                if handler.name in names:
+                    found.add(handler.lineno)
+    return frozenset(found)
 
 
 def _aliases(tree: ast.Module, source: bytes, lines: list[bytes]) -> dict[bytes, frozenset[bytes]]:

@@ -1,6 +1,7 @@
 """Name resolution during the traversal: which qualified name a dotted reference stands for here.
 
-Owns the scope stack (parameters, lambda and comprehension variables shadow imported names) and
+Owns the scope stack (parameters, names a function binds other than by import, lambda and
+comprehension variables shadow imported names) and
 ``qualified``/``resolve`` through the file's bindings; marks the names that are never references
 (definitions, parameters, keywords). It rewrites nothing.
 """
@@ -34,7 +35,9 @@ class ScopeHandlers(State):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.skip_names.add(id(node.name))
-        self.shadow.append(self._params(node.params))
+        # a name the function binds anywhere in its body is local to all of it (Python's rule):
+        # ``torch = make_fake()`` in a function makes every ``torch`` there another object
+        self.shadow.append(self._params(node.params) | local_names(node.body) & self.b.original.keys())
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.shadow.pop()
@@ -135,3 +138,68 @@ def _bound_names(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.StarredElement):
         return _bound_names(target.value)
     return []
+
+
+def local_names(body: cst.BaseSuite) -> set[str]:
+    """The names a function body binds by statements other than imports (assignments, loop and
+    ``with`` targets, ``except ... as``, ``del``, nested ``def``/``class``), less those it declares
+    ``global`` or ``nonlocal``; nested function and class bodies are their own scopes. (Imports in
+    the body are the bindings' business: bindings.py resolves them.)"""
+    bound: set[str] = set()
+    declared: set[str] = set()
+
+    def targets(node: cst.CSTNode | None) -> None:
+        if node is not None:
+            bound.update(n.value for n in _bound_names(node))
+
+    def suite(block: cst.BaseSuite | None) -> None:
+        if block is None:
+            return
+        if isinstance(block, cst.SimpleStatementSuite):
+            small(block.body)
+        else:
+            for stmt in block.body:
+                statement(stmt)
+
+    def small(stmts) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.Assign):
+                for target in stmt.targets:
+                    targets(target.target)
+            elif isinstance(stmt, (cst.AnnAssign, cst.AugAssign)):
+                targets(stmt.target)
+            elif isinstance(stmt, cst.Del):
+                targets(stmt.target)
+            elif isinstance(stmt, (cst.Global, cst.Nonlocal)):
+                declared.update(item.name.value for item in stmt.names)
+
+    def statement(stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            small(stmt.body)
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            bound.add(stmt.name.value)
+        else:
+            if isinstance(stmt, cst.For):
+                targets(stmt.target)
+            elif isinstance(stmt, cst.With):
+                for item in stmt.items:
+                    if item.asname is not None:
+                        targets(item.asname.name)
+            for handler in getattr(stmt, "handlers", ()):
+                if handler.name is not None:
+                    targets(handler.name.name)
+                suite(handler.body)
+            for case in getattr(stmt, "cases", ()):
+                suite(case.body)
+            suite(getattr(stmt, "body", None))
+            orelse = getattr(stmt, "orelse", None)
+            if isinstance(orelse, cst.If):
+                statement(orelse)
+            elif orelse is not None:
+                suite(orelse.body)
+            final = getattr(stmt, "finalbody", None)
+            if final is not None:
+                suite(final.body)
+
+    suite(body)
+    return bound - declared
