@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
 from .codecache import compiled_dataclasses
+from .stopping import end_workers, exit_status, stop_on_signals
 
 if TYPE_CHECKING:
     from .config import RuleOptions
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,19 +99,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return emulate(argv[1:])
     debug = "--debug" in argv
-    try:
-        if argv[:1] == ["lsp"]:  # a long-lived server: its own start-up (transplant/lsp/)
-            return _main(argv)
-        # the converter's modules and libcst are imported below: see codecache.py
-        with compiled_dataclasses():
-            return _main(argv)
-    except KeyboardInterrupt:
-        print("transplant: interrupted; no result was written", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    except Exception as exc:
-        return _failure(exc, debug)
+    with stop_on_signals():  # Ctrl-C and SIGTERM raise KeyboardInterrupt here, once (stopping.py)
+        try:
+            if argv[:1] == ["lsp"]:  # a long-lived server: its own start-up (transplant/lsp/)
+                return _main(argv)
+            # the converter's modules and libcst are imported below: see codecache.py
+            with compiled_dataclasses():
+                return _main(argv)
+        except KeyboardInterrupt as exc:
+            end_workers()  # the pool that was running ended its own, unless the signal came between files
+            print("transplant: interrupted; no result was written", file=sys.stderr)
+            return exit_status(exc)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        except Exception as exc:
+            return _failure(exc, debug)
 
 
 def _failure(exc: Exception, debug: bool) -> int:

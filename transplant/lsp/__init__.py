@@ -26,5 +26,10 @@ def main(argv: list[str]) -> int:
         print(f"transplant: error: the language server needs pygls ({exc.name or exc} is missing); "
               "install it with: pip install \"transplant[lsp]\"", file=sys.stderr)
         return 2
-    build_server().start_io()
-    return 0
+    from ..stopping import exit_status, received_status
+
+    try:
+        build_server().start_io()  # returns when the client asks the server to exit, or on a stop signal
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: stopping without a word, as the client asked
+        return exit_status(exc)
+    return received_status() or 0
