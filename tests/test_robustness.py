@@ -530,9 +530,9 @@ def test_killed_run_leaves_only_staging_which_the_next_run_removes(tmp_path):
     assert len(stale) == 1 and not (out / "proj_msft").exists()
 
     # a run that is still alive keeps its staging folder; a dead one's is removed
-    alive = out / f".proj_msft.{os.getpid()}.keep.partial"
+    alive = out / f".proj_msft.{os.getpid()}.keep0000.partial"
     alive.mkdir()
-    runner.remove_stale_staging(out / "proj_msft")
+    runner.remove_stale_staging(out)
     assert not stale[0].exists() and alive.exists()
 
 
