@@ -1,6 +1,6 @@
 """``transplant lsp``: the language server for editors (stdio), an optional extra.
 
-Owns the entry point only: checks that pygls is installed (``pip install "transplant[lsp]"``),
+Owns the entry point only: checks that pygls is installed (``pip install "transplant-npu[lsp]"``),
 then starts :mod:`transplant.lsp.server`. The converter itself never imports this package.
 """
 
@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
         from .server import build_server
     except ImportError as exc:
         print(f"transplant: error: the language server needs pygls ({exc.name or exc} is missing); "
-              "install it with: pip install \"transplant[lsp]\"", file=sys.stderr)
+              "install it with: pip install \"transplant-npu[lsp]\"", file=sys.stderr)
         return 2
     from ..stopping import exit_status, received_status
 
