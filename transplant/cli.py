@@ -18,6 +18,27 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
+EPILOG = """\
+modes:
+  transplant -i PROJECT -o OUT [options]
+      convert a repository into OUT/PROJECT_msft/ (with reports)
+  transplant -i PROJECT -o OUT [options] distributed -m MAIN.py [-t MODEL]
+      also turn single-device training into multi-NPU training (OUT/PROJECT_msft_multi/):
+      -m/--main MAIN.py          the training script's entry file (a path, or one relative to PROJECT)
+      -t/--target-model MODEL    the variable that holds the model (default: model)
+  transplant --check|--diff|--in-place PATH...
+      files and folders where they are (pre-commit, editors, CI)
+  transplant [--check|--diff] [--stdin-filename NAME] - < FILE
+      source on standard input; the converted source (or the report, or the diff) on standard output
+  transplant lsp
+      the language server for editors, on stdin/stdout (needs the lsp extra)
+  transplant emulate [--backing cpu|cuda] [--strict] [--force-emulation] SCRIPT [ARGS...]
+      run a converted script with torch_npu emulated on the CPU or a CUDA GPU (runs your code)
+
+settings: [tool.transplant] in the project's pyproject.toml; flags win.
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, no usage dump
         raise SystemExit(_fail(f"{message} (see 'transplant --help')"))
@@ -31,13 +52,8 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS
 
-    p = _Parser(
-        prog="transplant",
-        description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
-        epilog="Repository mode: transplant -i PROJECT -o OUT [options] [distributed -m MAIN.py [-t model]]. "
-               "File modes: transplant --check|--diff|--in-place PATH..., or transplant - < file.py. "
-               "Editors: transplant lsp. Settings: [tool.transplant] in pyproject.toml; flags win.",
-    )
+    p = _Parser(prog="transplant", description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
+                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-i", "--input", type=Path, help="folder or .py file to convert")
     p.add_argument("-o", "--output", type=Path, help="folder that receives <input name>_msft/")
     p.add_argument("-r", "--rule", type=Path, action="append", default=[], metavar="RULES.json",
@@ -152,8 +168,9 @@ def _main(argv: list[str]) -> int:
         return run_file_mode(args, options)
     if args.paths:
         return _fail("unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)")
-    if args.input is None or args.output is None:
-        return _fail("the following arguments are required: -i/--input, -o/--output")
+    missing = [flag for flag, value in (("-i/--input", args.input), ("-o/--output", args.output)) if value is None]
+    if missing:
+        return _fail(f"the following arguments are required: {', '.join(missing)}")
 
     from .config import Config
 
