@@ -285,6 +285,8 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: 
 def _preload_report_modules() -> None:
     """Import the report writers while the workers convert, instead of after the last file."""
     try:
-        from .reports import log, repository, sheets  # noqa: F401
+        from .reports import log, repository, sheets, xlsx  # noqa: F401
+
+        xlsx.load_openpyxl()
     except Exception:  # imported again where used, which reports any problem
         pass
