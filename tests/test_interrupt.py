@@ -7,7 +7,9 @@ workers would never exit, so the bound below fails such a run on any machine, fa
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -109,19 +111,39 @@ def test_a_stop_signal_ends_the_run_and_its_workers_at_once(tmp_path, project, m
     assert {p.name: p.read_bytes() for p in project.iterdir()} == before
 
 
-def test_the_language_server_stops_on_a_signal(tmp_path):
+def _initialized(proc: subprocess.Popen) -> bool:
+    """Send LSP's initialize request; True once the server answers (its signal handling is set up)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+    answer = b""
+    deadline = time.monotonic() + 120
+    while b'"id":1' not in answer.replace(b" ", b"") and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return False
+            answer += chunk
+    return b'"id":1' in answer.replace(b" ", b"")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_the_language_server_stops_on_a_signal(signum):
     pytest.importorskip("pygls")
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        proc = subprocess.Popen([sys.executable, "-m", "transplant", "lsp"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen([sys.executable, "-m", "transplant", "lsp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert _initialized(proc), "the server did not answer initialize"
+        proc.send_signal(signum)
         try:
-            time.sleep(1)  # the server is reading its input (an earlier signal would stop it too)
-            proc.send_signal(signum)
             _, err = proc.communicate(timeout=BOUND)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-        assert proc.returncode == 128 + signum
-        assert b"Traceback" not in err
+        except subprocess.TimeoutExpired:
+            pytest.fail("the language server did not stop")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signum
+    assert b"Traceback" not in err
