@@ -37,7 +37,7 @@ def _plain_function(rng: random.Random, i: int) -> list[str]:
         "        out.setdefault(key, []).append(v)",
         f"    if {c} is not None:",
         f"        out = {{k: v for k, v in out.items() if k in {c}}}",
-        f"    total = sum(len(v) for v in out.values())",
+        "    total = sum(len(v) for v in out.values())",
         f'    logger.debug("%s: %d items", "{a}", total)',
         "    return out",
         "",
@@ -46,10 +46,10 @@ def _plain_function(rng: random.Random, i: int) -> list[str]:
     if rng.random() < 0.5:
         body[-3:-3] = [
             "    try:",
-            f"        ratio = total / max(1, len(out))",
+            "        ratio = total / max(1, len(out))",
             "    except ZeroDivisionError:",
             "        ratio = 0.0",
-            f"    assert ratio >= 0, ratio",
+            "    assert ratio >= 0, ratio",
         ]
     return body
 
@@ -69,7 +69,7 @@ def _plain_class(rng: random.Random, i: int) -> list[str]:
         "    def __repr__(self):",
         f'        return f"{name}({{self.{f1}!r}}, {{self.{f2}!r}})"',
         "",
-        f"    def update(self, **kwargs):",
+        "    def update(self, **kwargs):",
         "        for key, value in kwargs.items():",
         "            if not hasattr(self, key):",
         '                raise AttributeError(f"unknown field {key}")',

@@ -335,7 +335,7 @@ def test_cli_dispatch_and_bad_input(tmp_path):
     proc = run(["-m", "transplant", "emulate", "args.py", "--steps", "2", "-x"], tmp_path)
     assert proc.returncode == 3 and proc.stdout.strip() == "['--steps', '2', '-x']"
     assert NOTICE in proc.stderr and "your code, as you asked" in proc.stderr
-    for args, message in ((["missing.py"], "missing.py: no such file"), ([], "required"),
+    for args, message in ((["missing.py"], "missing.py: no such file"), ([], "no SCRIPT given"),
                           (["--backing", "tpu", "args.py"], "invalid choice"), (["."], "not a file")):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 2, args

@@ -15,7 +15,7 @@ def test_without_pygls_one_line_and_exit_2():
     out = run("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
               "from transplant.cli import main; raise SystemExit(main(['lsp']))")
     assert out.returncode == 2
-    assert out.stderr.count("\n") == 1 and 'pip install "transplant[lsp]"' in out.stderr
+    assert out.stderr.count("\n") == 1 and 'pip install "transplant-npu[lsp]"' in out.stderr
     assert "Traceback" not in out.stderr
 
 

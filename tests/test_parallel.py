@@ -126,7 +126,7 @@ def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None
     assert most <= window + 1
 
 
-def _heavy(jobs, rules, _cache: dict = {}) -> set[str]:
+def _heavy(jobs, rules, _cache: dict = {}) -> set[str]:  # noqa: B006  (a cache across calls)
     key = id(jobs)
     if key not in _cache:
         _cache[key] = {job.rel for job in jobs if workers._screen(job, rules) is None}

@@ -375,7 +375,7 @@ def test_generated_configs_leave_no_cuda_value_silent(lines, eol):
     conv = convert_config(f"c.{fmt}", data)
     new = conv.new if conv.new is not None else data
     flagged = {r.line for r in conv.records}
-    for number, (line, (_, v, _, _, _)) in enumerate(zip(new.decode().split(eol), lines), start=1):
+    for number, (_line, (_, v, _, _, _)) in enumerate(zip(new.decode().split(eol), lines), start=1):
         if v in ("cuda", "cuda:0", "cuda:3", "nccl"):
             assert number in flagged, (text, number)
         else:

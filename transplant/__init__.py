@@ -9,6 +9,7 @@ A file goes in at the top and its reports come out at the bottom; each line is a
                                      tree into a staging folder, write the reports, put it in place
     walk.py, pool.py                 the input tree in a stable order; converting files in this process
                                      or in worker processes, results streamed back in order
+    stopping.py                      Ctrl-C and SIGTERM: stop at once, end the workers
     filemodes.py                     --check / --diff / --in-place / stdin, for pre-commit and editors
     project/                         the project-wide first pass: custom C++/CUDA operators and their
                                      builds, facts every worker receives
@@ -18,6 +19,7 @@ A file goes in at the top and its reports come out at the bottom; each line is a
     engine/                          a Python source: one parse, one traversal applying every rule
     formats/                         every other kind: notebooks, shell, requirements, configs,
                                      Dockerfiles, C++ sources
+    shellcommands.py                 commands in shell text (formats/shell.py, engine/commands.py)
     records.py                       what a conversion reports: Record, codes, skip comments
     reports/                         the views of the records: CSV, workbook, log, text/JSON/SARIF
     distributed/                     distributed mode: one entry file -> multi-NPU training, launch script

@@ -10,11 +10,33 @@ from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
 from .codecache import compiled_dataclasses
+from .stopping import end_workers, exit_status, stop_on_signals
 
 if TYPE_CHECKING:
     from .config import RuleOptions
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+
+
+EPILOG = """\
+modes:
+  transplant -i PROJECT -o OUT [options]
+      convert a repository into OUT/PROJECT_msft/ (with reports)
+  transplant -i PROJECT -o OUT [options] distributed -m MAIN.py [-t MODEL]
+      also turn single-device training into multi-NPU training (OUT/PROJECT_msft_multi/):
+      -m/--main MAIN.py          the training script's entry file (a path, or one relative to PROJECT)
+      -t/--target-model MODEL    the variable that holds the model (default: model)
+  transplant --check|--diff|--in-place PATH...
+      files and folders where they are (pre-commit, editors, CI)
+  transplant [--check|--diff] [--stdin-filename NAME] - < FILE
+      source on standard input; the converted source (or the report, or the diff) on standard output
+  transplant lsp
+      the language server for editors, on stdin/stdout (needs the lsp extra)
+  transplant emulate [--backing cpu|cuda] [--strict] [--force-emulation] SCRIPT [ARGS...]
+      run a converted script with torch_npu emulated on the CPU or a CUDA GPU (runs your code)
+
+settings: [tool.transplant] in the project's pyproject.toml; flags win.
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,13 +52,8 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS
 
-    p = _Parser(
-        prog="transplant",
-        description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
-        epilog="Repository mode: transplant -i PROJECT -o OUT [options] [distributed -m MAIN.py [-t model]]. "
-               "File modes: transplant --check|--diff|--in-place PATH..., or transplant - < file.py. "
-               "Editors: transplant lsp. Settings: [tool.transplant] in pyproject.toml; flags win.",
-    )
+    p = _Parser(prog="transplant", description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
+                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-i", "--input", type=Path, help="folder or .py file to convert")
     p.add_argument("-o", "--output", type=Path, help="folder that receives <input name>_msft/")
     p.add_argument("-r", "--rule", type=Path, action="append", default=[], metavar="RULES.json",
@@ -98,19 +115,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return emulate(argv[1:])
     debug = "--debug" in argv
-    try:
-        if argv[:1] == ["lsp"]:  # a long-lived server: its own start-up (transplant/lsp/)
-            return _main(argv)
-        # the converter's modules and libcst are imported below: see codecache.py
-        with compiled_dataclasses():
-            return _main(argv)
-    except KeyboardInterrupt:
-        print("transplant: interrupted; no result was written", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    except Exception as exc:
-        return _failure(exc, debug)
+    with stop_on_signals():  # Ctrl-C and SIGTERM raise KeyboardInterrupt here, once (stopping.py)
+        try:
+            if argv[:1] == ["lsp"]:  # a long-lived server: its own start-up (transplant/lsp/)
+                return _main(argv)
+            # the converter's modules and libcst are imported below: see codecache.py
+            with compiled_dataclasses():
+                return _main(argv)
+        except KeyboardInterrupt as exc:
+            end_workers()  # the pool that was running ended its own, unless the signal came between files
+            print("transplant: interrupted; no result was written", file=sys.stderr)
+            return exit_status(exc)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        except Exception as exc:
+            return _failure(exc, debug)
 
 
 def _failure(exc: Exception, debug: bool) -> int:
@@ -149,8 +168,9 @@ def _main(argv: list[str]) -> int:
         return run_file_mode(args, options)
     if args.paths:
         return _fail("unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)")
-    if args.input is None or args.output is None:
-        return _fail("the following arguments are required: -i/--input, -o/--output")
+    missing = [flag for flag, value in (("-i/--input", args.input), ("-o/--output", args.output)) if value is None]
+    if missing:
+        return _fail(f"the following arguments are required: {', '.join(missing)}")
 
     from .config import Config
 

@@ -25,7 +25,8 @@ from .reports.diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
 from .filetypes import FileResult, convert_file, file_kind, within_limits
 from .project import gather
-from .pool import POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for, set_facts
+from .pool import (POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for,
+                   set_facts, worker_pool)
 from .walk import walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -233,14 +234,12 @@ def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, p
     set_facts(facts)
     if jobs <= 1 or len(work) < POOL_MIN_FILES:
         return [_convert_target(w) for w in work]
-    from concurrent.futures import ProcessPoolExecutor  # only here: importing it is a tenth of a small run
-    from concurrent.futures.process import BrokenProcessPool
+    from concurrent.futures.process import BrokenProcessPool  # only here: importing it is a tenth of a small run
 
     ctx = mp_context()
     workers = min(jobs, len(work))
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
-                                 initargs=(options, facts)) as pool:
+        with worker_pool(workers, ctx, init_worker, (options, facts)) as pool:
             return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
     except BrokenProcessPool:
         pass  # a worker died (a crash in native code, or killed for memory): find the file it died on

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections import deque
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from .config import Config, RuleOptions
@@ -15,6 +16,7 @@ from .filetypes import FileResult, convert_file, file_kind, may_convert
 from .project import NO_FACTS, ProjectFacts
 from .records import internal_error, not_converted_record
 from .rules import RuleSet, load_ruleset
+from .stopping import end_workers, worker_signals
 
 if TYPE_CHECKING:  # process pools load only when a run needs them
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -72,9 +74,7 @@ GC_THRESHOLDS = (50_000, 20, 100)
 
 def init_worker(options: RuleOptions, facts: ProjectFacts = NO_FACTS) -> None:
     """Set up a worker process (of repository mode or the file modes)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    worker_signals()  # the parent handles Ctrl-C and SIGTERM (stopping.py)
     rules_for(options)
     set_facts(facts)
     gc.freeze()  # never scan the long-lived objects (modules, rules) that exist before the work starts
@@ -87,6 +87,23 @@ def mp_context():
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" else "spawn"
     return multiprocessing.get_context(method)
+
+
+@contextmanager
+def worker_pool(workers: int, ctx, initializer: Callable, initargs: tuple) -> Iterator[ProcessPoolExecutor]:
+    """A process pool that, when the code using it fails or is interrupted (Ctrl-C, SIGTERM), ends
+    its workers at once instead of waiting for the files they are converting."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=initializer, initargs=initargs)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # hand out nothing more
+        end_workers()
+        raise
+    finally:
+        pool.shutdown(wait=True)  # returns at once when the workers were ended
 
 
 def _work_chunk(jobs: list[Job]) -> list[FileResult]:
@@ -156,7 +173,6 @@ def results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable
         finally:
             gc.set_threshold(*thresholds)
         return
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp_context()
@@ -173,8 +189,7 @@ def results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable
             pending_copy.pop()()
 
     while start < len(jobs):
-        with ProcessPoolExecutor(max_workers=config.jobs, mp_context=ctx, initializer=init_worker,
-                                 initargs=(config.rule_options, _FACTS)) as pool:
+        with worker_pool(config.jobs, ctx, init_worker, (config.rule_options, _FACTS)) as pool:
             try:
                 for result in _ordered(pool, jobs[start:], rules, chunk, window, once):
                     yield result
@@ -182,9 +197,6 @@ def results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable
                 return
             except BrokenProcessPool:
                 pass  # a worker died (a crash in native code, or killed for memory): see below
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
         # The files that were in flight go one at a time, so the one a worker dies on is known
         # and reported; then the pool starts again after them.
         once()
@@ -201,24 +213,20 @@ def one_by_one(fn: Callable, items: list, ctx, initializer: Callable, initargs: 
                died: Callable) -> Iterator:
     """``fn(item)`` for each item in turn, in a worker process that is replaced whenever one dies;
     ``died(item)`` stands for the result of an item its worker died on."""
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    pool: ProcessPoolExecutor | None = None
-    try:
-        for item in items:
-            if pool is None:
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=initializer, initargs=initargs)
-            try:
-                result = pool.submit(fn, item).result()
-            except BrokenProcessPool:
-                pool.shutdown(wait=True)
-                pool = None
-                result = died(item)
-            yield result
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
+    left = deque(items)
+    while left:
+        with worker_pool(1, ctx, initializer, initargs) as pool:  # a new worker after one died
+            while left:
+                try:
+                    result = pool.submit(fn, left[0]).result()
+                except BrokenProcessPool:
+                    break
+                left.popleft()
+                yield result
+        if left:
+            yield died(left.popleft())
 
 
 def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: int, window: int,
@@ -277,6 +285,8 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: 
 def _preload_report_modules() -> None:
     """Import the report writers while the workers convert, instead of after the last file."""
     try:
-        from .reports import log, repository, sheets  # noqa: F401
+        from .reports import log, repository, sheets, xlsx  # noqa: F401
+
+        xlsx.load_openpyxl()
     except Exception:  # imported again where used, which reports any problem
         pass

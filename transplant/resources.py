@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,3 +19,9 @@ def rules_dir() -> Path:
         if (candidate / "schema.json").is_file():
             return candidate
     raise FileNotFoundError("transplant's built-in rules/ folder is missing from this installation")
+
+
+@lru_cache(maxsize=None)
+def project_data(name: str) -> dict:
+    """A data file of rules/project/ (packages.json, configs.json, ...), read once per process."""
+    return json.loads((rules_dir() / "project" / name).read_text(encoding="utf-8"))

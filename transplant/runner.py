@@ -5,8 +5,8 @@ The parent process alone writes; workers only compute."""
 from __future__ import annotations
 
 import errno
-import glob
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,14 +92,10 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
     The tree is built in a temporary folder beside the result and renamed into place at the end,
     so an interrupted run never leaves a half-written result folder.
     """
-    import tempfile
-
     src, result = check_paths(config)
     config.output.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(result)
-    # the staging folder's name carries this process's id, so a later run can tell a folder left by a
-    # killed run (removed) from one another run is still writing (kept)
-    staging = Path(tempfile.mkdtemp(prefix=f".{result.name}.{os.getpid()}.", suffix=".partial", dir=result.parent))
+    remove_stale_staging(result.parent)
+    staging = make_staging(result)
     summary = RunSummary(result)
     user_warn = warn
 
@@ -145,13 +141,36 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
     return summary
 
 
-def remove_stale_staging(result: Path) -> None:
-    """Delete staging folders of ``result`` left by runs that were killed (their process is gone)."""
-    for path in result.parent.glob(f".{glob.escape(result.name)}.*.partial"):
-        pid = path.name[len(result.name) + 2:].split(".", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+def make_staging(result: Path) -> Path:
+    """A new, empty staging folder beside ``result``, with the mode a plain mkdir gives (the umask
+    decides, as for any folder the user creates; the result folder keeps it). Its name carries this
+    process's id, so that a later run can tell a folder left by a killed run (removed) from one that
+    another run is still writing (kept)."""
+    import secrets
+
+    while True:
+        staging = result.with_name(f".{result.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+        try:
+            staging.mkdir()
+            return staging
+        except FileExistsError:
             continue
-        _remove(path)
+
+
+# .<result name>.<pid>.<8 characters>.partial, as make_staging names them (and mkdtemp did before)
+_STAGING = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[a-z0-9_]{8}\.partial")
+
+
+def remove_stale_staging(output: Path) -> None:
+    """Delete the staging folders in ``output`` that runs which were killed left behind (their
+    process is gone), whatever project they were converting; those of live runs are kept."""
+    for path in output.glob(".*.partial"):
+        match = _STAGING.fullmatch(path.name)
+        if match is None or not path.is_dir() or path.is_symlink():
+            continue
+        pid = int(match["pid"])
+        if pid != os.getpid() and not _alive(pid):
+            _remove(path)
 
 
 def _alive(pid: int) -> bool:

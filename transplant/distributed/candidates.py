@@ -36,7 +36,7 @@ def candidates(a: Analysis) -> list[str]:
                     found.setdefault(name, i)
                 elif _not_model(a, node.value):
                     not_models.add(name)
-    for i, node in enumerate(a.nodes):
+    for node in a.nodes:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             name = dotted(node.func.value)
             method = node.func.attr.value

@@ -24,6 +24,15 @@ KINDS = {"setup": "dist_setup", "sampler": "dist_sampler", "epoch": "dist_epoch"
 
 
 @dataclass
+class LoaderInfo:
+    """A DataLoader the passes found (kept here, below planner.py and passes/, which both use it)."""
+
+    distributed: bool  # its sampler is a DistributedSampler
+    sampler: str | None = None  # code of a variable holding that sampler
+    sampler_key: tuple | None = None  # where that variable lives (see Analysis.key_of)
+
+
+@dataclass
 class Plan:
     """Edits keyed by the id of nodes of the original tree, applied by PlanApplier in one pass."""
 

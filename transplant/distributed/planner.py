@@ -15,14 +15,8 @@ import libcst as cst
 
 from ..engine import Record, parse
 from .analysis import Analysis
-from .plan import Plan, PlanApplier, chain, guard, plan_records
-
-
-@dataclass
-class LoaderInfo:
-    distributed: bool  # its sampler is a DistributedSampler
-    sampler: str | None = None  # code of a variable holding that sampler
-    sampler_key: tuple | None = None  # where that variable lives (see Analysis.key_of)
+from .passes import PASSES
+from .plan import LoaderInfo, Plan, PlanApplier, chain, guard, plan_records
 
 
 class EditPlanner:
@@ -44,8 +38,6 @@ class EditPlanner:
         self._n = 0
 
     def run(self) -> Plan:
-        from .passes import PASSES
-
         for step in PASSES:
             step.run(self)
         return self.plan

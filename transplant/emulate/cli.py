@@ -25,6 +25,8 @@ EXIT_USAGE = 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
+        if message.startswith("the following arguments are required: script"):  # argparse counts ARGS too
+            message = "no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...]"
         raise SystemExit(_fail(f"{message} (see 'transplant emulate --help')"))
 
 

@@ -4,7 +4,7 @@ ShellCommandRule (rules/shell_commands.json and the user's ``-r`` files) applied
 the standard library's ways of running a program, found through the file's imports (``import
 subprocess as sp``, ``from subprocess import run``): the command is the first argument (or
 ``args=``/``cmd=``), a string run by a shell, a string naming the program, or an argument list whose
-first element is the program. Shell text is matched as shell scripts are (formats/shell.py
+first element is the program. Shell text is matched as shell scripts are (shellcommands.py
 ``command_uses``), so ``"echo nvidia-smi"`` or a print of ``"run nvidia-smi"`` is no command.
 
 What is rewritten: a literal that is exactly the command (``"nvidia-smi"``, ``["nvidia-smi"]``),
@@ -28,7 +28,7 @@ import shlex
 
 import libcst as cst
 
-from ..formats.shell import command_uses
+from ..shellcommands import command_uses
 from ..rules import Rule
 from .state import State
 

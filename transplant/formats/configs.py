@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 
+from ..project.packages import requirement_records
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
+from ..resources import project_data
 from ..rules import RuleSet
-from .data import load
 from .shell import env_edits, env_pattern
-from .requirements import pyproject_items, requirement_records, setup_cfg_items, toml_code
+from .requirements import pyproject_items, setup_cfg_items, toml_code
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".ini", ".cfg")
 RULE = "configs.json"
@@ -42,7 +43,7 @@ def may_match(path: str, data: bytes, rules: RuleSet | None = None) -> bool:
 
 
 def _key_kind(key: str) -> str:
-    facts = load("configs.json")
+    facts = project_data("configs.json")
     key = key.lower().rsplit(".", 1)[-1]
     if key in facts["device_keys"] or key.endswith(tuple(facts["device_suffixes"])):
         return "device"
@@ -52,7 +53,7 @@ def _key_kind(key: str) -> str:
 
 
 def _new_value(kind: str, value: bytes) -> bytes | None:
-    facts = load("configs.json")
+    facts = project_data("configs.json")
     if kind == "device" and value.startswith(b"cuda"):
         return facts["device_new"].encode() + value[4:]
     if kind == "backend" and value == b"nccl":

@@ -14,7 +14,7 @@ import re
 from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import RuleSet
 from .shell import convert_shell_script
-from .data import load
+from ..resources import project_data
 from .requirements import pip_records
 
 RULE = "docker.json"
@@ -34,7 +34,7 @@ def convert_dockerfile(data: bytes, rules: RuleSet) -> Conversion:
     if skips_file(data):
         return Conversion(None, [])
     shell = convert_shell_script(data, rules)
-    facts = load("docker.json")
+    facts = project_data("docker.json")
     records = list(shell.records)
     runtime = re.compile(rb"\b(" + b"|".join(v.encode() for v in facts["runtime_variables"]) + rb")\b")
     for number, line in enumerate(data.splitlines(), start=1):

@@ -8,67 +8,12 @@ groups them), indexes of CUDA builds of torch (TP207), and ``torch`` listed with
 
 from __future__ import annotations
 
-import ast
-import fnmatch
 import re
-from typing import Iterable
 
-from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
-from .data import load
+from ..project.packages import requirement_records
+from ..records import SKIP_LINE, Conversion, Record, skips_file
 
-RULE = "packages.json"
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _QUOTED = re.compile(r"""(["'])([A-Za-z0-9][^"'\n]*)\1""")
-_NPU = frozenset({"torch-npu"})
-
-
-def normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def package(name: str) -> dict | None:
-    norm = normalise(name)
-    for entry in load("packages.json")["packages"]:
-        if fnmatch.fnmatchcase(norm, entry["match"]):
-            return entry
-    return None
-
-
-def _record(line: int, col: int, length: int, code: str, api: str, message: str, suggestion: str) -> Record:
-    return Record(line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api,
-                  suggestion=suggestion)
-
-
-def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
-    """Findings for requirement strings given as (line, 1-based column, text)."""
-    facts = load("packages.json")
-    index = re.compile(facts["cuda_index"]["pattern"])
-    records: list[Record] = []
-    torch_at: tuple[int, int] | None = None
-    names: set[str] = set()
-    for line, col, text in items:
-        m = index.search(text)
-        if m:
-            records.append(_record(line, col + m.start(), len(m.group()), CODES["project_file"], m.group(),
-                                   facts["cuda_index"]["message"], facts["cuda_index"]["suggestion"]))
-            continue
-        m = _NAME.match(text)
-        if not m or text.lstrip().startswith("-"):
-            continue
-        name = normalise(m.group(1))
-        names.add(name)
-        start = col + m.start(1)
-        if name == "torch" and torch_at is None:
-            torch_at = (line, start)
-        entry = package(name)
-        if entry is not None:
-            records.append(_record(line, start, len(m.group(1)), CODES["library"], entry["library"],
-                                   f"{m.group(1)}: CUDA-only package", entry["route"]))
-    if torch_at is not None and not names & _NPU:
-        records.append(_record(*torch_at, len("torch"), CODES["project_file"], "torch_npu",
-                               facts["torch"]["message"], facts["torch"]["suggestion"]))
-    records.sort(key=lambda r: (r.line, r.col))
-    return records
 
 
 def _strip_comment(text: str) -> str:
@@ -115,26 +60,6 @@ def pip_records(data: bytes) -> list[Record]:
         if not SKIP_LINE.search(line) and not line.lstrip().startswith(b"#"):
             items += pip_install_items(number, line.decode("utf-8", "replace"))
     return [r for r in requirement_records(items) if r.api != "torch_npu"]
-
-
-def setup_requirement_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
-    """Findings for the string constants in ``setup(install_requires=[...], extras_require={...})``."""
-    from ..project.pynames import column
-
-    items = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if callee != "setup":
-            continue
-        for kw in node.keywords:
-            if kw.arg in ("install_requires", "extras_require", "setup_requires"):
-                for const in ast.walk(kw.value):
-                    if isinstance(const, ast.Constant) and isinstance(const.value, str) and "\n" not in const.value:
-                        items.append((const.lineno, column(lines, const.lineno, const.col_offset) + 1, const.value))
-    return requirement_records(items)
 
 
 def toml_code(raw: str) -> str:

@@ -6,11 +6,10 @@ CUDA-only commands (nvidia-smi -> npu-smi info). Notebooks use the first two par
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Iterator
 
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import Rule, RuleSet
+from ..shellcommands import command_uses
 from .shell_values import value_edits
 
 
@@ -86,30 +85,6 @@ def _comment_start(line: bytes) -> int:
     word (``${#x}``, ``a#b``) starts none."""
     match = re.search(rb"(?:^|\s)#", line)
     return match.start() if match is not None else len(line)
-
-
-# a command word: at the start of a line or after a shell separator or keyword (sudo, watch -n 1, ...),
-# after any VAR=value assignments; its arguments run to the next separator
-_SEPARATORS = rb"(?:^|[;&|(`!]|\$\(|\bif\b|\bwhile\b|\buntil\b|\bthen\b|\bdo\b|\belse\b|\bRUN\b|\bwatch(?:\s+-\S+(?:\s+\d+)?)*|\bsudo|\bexec|\btime)"
-_ARGS_END = re.compile(rb"[;&|)`\r\n]|$")
-
-
-@lru_cache(maxsize=8)
-def _command_pattern(names: tuple[str, ...]) -> "re.Pattern[bytes]":
-    return re.compile(rb"(" + _SEPARATORS + rb"\s*(?:[A-Za-z_]\w*=\S*\s+)*)(" +
-                      b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True)) +
-                      rb")(?![\w.+-])", re.MULTILINE)
-
-
-def command_uses(code: bytes, rules: RuleSet) -> Iterator[tuple[str, int, int, bytes]]:
-    """The commands of ``rules`` (ShellCommandRule) that ``code``, shell text without comments, runs:
-    (name, start, end, its arguments up to the next separator, stripped). The same matching serves
-    shell scripts, Dockerfiles, notebooks' shell lines and command strings in Python."""
-    if not rules.commands:
-        return
-    for match in _command_pattern(tuple(rules.commands)).finditer(code):
-        end = match.end(2)
-        yield match.group(2).decode(), match.start(2), end, code[end:_ARGS_END.search(code, end).start()].strip()
 
 
 def command_record(rule: Rule, line: int, col: int, *, why: str = "") -> Record:

@@ -1,6 +1,6 @@
 """``transplant lsp``: the language server for editors (stdio), an optional extra.
 
-Owns the entry point only: checks that pygls is installed (``pip install "transplant[lsp]"``),
+Owns the entry point only: checks that pygls is installed (``pip install "transplant-npu[lsp]"``),
 then starts :mod:`transplant.lsp.server`. The converter itself never imports this package.
 """
 
@@ -24,7 +24,12 @@ def main(argv: list[str]) -> int:
         from .server import build_server
     except ImportError as exc:
         print(f"transplant: error: the language server needs pygls ({exc.name or exc} is missing); "
-              "install it with: pip install \"transplant[lsp]\"", file=sys.stderr)
+              "install it with: pip install \"transplant-npu[lsp]\"", file=sys.stderr)
         return 2
-    build_server().start_io()
-    return 0
+    from ..stopping import exit_status, received_status
+
+    try:
+        build_server().start_io()  # returns when the client asks the server to exit, or on a stop signal
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: stopping without a word, as the client asked
+        return exit_status(exc)
+    return received_status() or 0

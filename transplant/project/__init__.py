@@ -22,7 +22,7 @@ from .stars import provided, star_targets
 # Python files that declare builds mention this (every import form of torch.utils.cpp_extension)
 BUILD_WORD = b"cpp_extension"
 # words that make a Python file worth the project scan even without project facts: builds and
-# their flags (see builds.py), and setup() dependencies (formats.requirements)
+# their flags (see builds.py), and setup() dependencies (packages.py)
 STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires")
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like

@@ -1,5 +1,5 @@
 """The project scan of one Python file: calls that reach custom operators (TP204), CUDA builds
-(TP205, see builds.py) and setup() dependencies (formats.requirements).
+(TP205, see builds.py) and setup() dependencies (packages.py).
 
 Runs in the worker that converts the file, only when the file's bytes contain one of the
 project's trigger words (``ProjectFacts.may_match``), with one extra CPython ``ast`` parse: the
@@ -15,6 +15,7 @@ import ast
 from ..records import CODES, SKIP_LINE, Record, skips_file
 from . import NO_FACTS, OpSource, ProjectFacts
 from .builds import NPU_ROUTE, build_records, find_builds
+from .packages import setup_requirement_records
 from .pynames import bindings, column, parse, qualify, source_lines
 
 
@@ -30,8 +31,6 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS) -> list[Record]
     if facts.modules or facts.namespaces or b"cpp_extension" in data:
         records += _operator_calls(tree, names, lines, facts)
     if b"install_requires" in data:
-        from ..formats.requirements import setup_requirement_records
-
         records += setup_requirement_records(tree, names, lines)
     raw = data.splitlines()
     records = [r for r in records if not (r.line <= len(raw) and SKIP_LINE.search(raw[r.line - 1]))]

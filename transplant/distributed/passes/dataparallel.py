@@ -46,7 +46,7 @@ def run(p) -> None:
         index = list(call.args).index(wrapped)
         plan = p.plan
 
-        def unwrap(updated: cst.Call, index=index, k=k) -> cst.BaseExpression:
+        def unwrap(updated: cst.Call, index=index, k=k, plan=plan) -> cst.BaseExpression:
             inner = updated.args[index].value
             if not isinstance(inner, ATOMS) and not inner.lpar:
                 inner = inner.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
@@ -90,7 +90,7 @@ def _module_attributes(p, holders: list[list[str]]) -> None:
         k = p.key()
         plan = p.plan
 
-        def unwrap(updated: cst.Attribute, new_code=new_code, k=k) -> cst.BaseExpression:
+        def unwrap(updated: cst.Attribute, new_code=new_code, k=k, plan=plan) -> cst.BaseExpression:
             new = cst.parse_expression(new_code)
             plan.anchors[k] = new
             return new

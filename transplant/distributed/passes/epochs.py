@@ -11,7 +11,7 @@ import libcst as cst
 
 from ...engine import code_of
 from ..plan import anchor_of, parse_stmt
-from ..planner import LoaderInfo
+from ..plan import LoaderInfo
 from .loaders import loader_of
 
 

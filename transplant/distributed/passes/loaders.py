@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..planner import LoaderInfo
+from ..plan import LoaderInfo
 
 
 def loader_of(p, expr: cst.BaseExpression, at: cst.CSTNode) -> LoaderInfo | None:

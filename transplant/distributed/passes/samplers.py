@@ -13,7 +13,7 @@ import libcst as cst
 from ...engine import code_of, dotted_parts
 from ..analysis import short, dotted
 from ..plan import anchor_of, parse_stmt
-from ..planner import LoaderInfo
+from ..plan import LoaderInfo
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 DIST_SAMPLERS = frozenset({"torch.utils.data.distributed.DistributedSampler",

@@ -1,0 +1,93 @@
+"""Issue 19: the package as a new user meets it: its name, its declared dependencies, the set-up
+commands README gives, and the command line's help and argument errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from transplant.cli import main
+
+from conftest import REPO
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    tomllib = pytest.importorskip("tomli")
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+DIST = PYPROJECT["project"]["name"]
+
+
+def _dependency(name: str) -> str:
+    (spec,) = [d for d in PYPROJECT["project"]["dependencies"] if re.match(rf"{name}\b", d)]
+    return spec
+
+
+def test_the_distribution_has_its_own_name_and_installs_the_transplant_command():
+    assert DIST == "transplant-npu"  # "transplant" on the package index is another project
+    assert PYPROJECT["project"]["scripts"] == {"transplant": "transplant.cli:main"}
+    assert PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["transplant"]
+
+
+def test_every_install_hint_names_the_distribution():
+    texts = {"README.md": (REPO / "README.md").read_text(encoding="utf-8")}
+    texts.update({str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in (REPO / "transplant").rglob("*.py")})
+    hints = {(name, hint) for name, text in texts.items() for hint in re.findall(r"""pip install \\?["']?([A-Za-z][\w.-]*)\[""", text)}
+    assert hints and {hint for _, hint in hints} == {DIST}, hints
+
+
+def test_dependencies_are_declared_and_bounded():
+    # settings.py reads [tool.transplant] with tomllib, which Python has from 3.11 on
+    assert _dependency("tomli") == 'tomli>=1.1; python_version < "3.11"'
+    # engine/positions.py subclasses libcst's private CodegenState: a new major version may break it
+    assert re.fullmatch(r"libcst>=1\.1,<2", _dependency("libcst"))
+    assert PYPROJECT["project"]["license"] == {"text": "Apache-2.0"}
+    license_text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+
+
+def test_readme_set_up_commands_install_into_a_virtual_environment():
+    """The two commands near the top, which .ci/run runs as written: no global pip install (refused
+    by Debian's and Ubuntu's own Python), the environment made in the same command line."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Two commands on a fresh machine\n", 1)[1].split("\n## ", 1)[0]
+    commands = [line[4:] for line in section.splitlines() if line.startswith("    ")]
+    assert len(commands) == 2
+    assert text.index("## Two commands on a fresh machine") < 1000
+    for command in commands:
+        steps = command.split(" && ")
+        assert steps[0] == "python3 -m venv .venv"
+        assert all(not s.startswith(("pip ", "python3 -m pip", "python -m pip")) for s in steps), command
+        assert any(s.startswith(".venv/bin/python -m pip install ") for s in steps), command
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "## Two commands on a fresh machine" in ci  # where it takes them from
+
+
+def test_help_names_every_mode_and_the_distributed_options(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for words in ("transplant lsp", "transplant emulate", "distributed -m MAIN.py", "-m/--main",
+                  "-t/--target-model", "--check|--diff|--in-place"):
+        assert words in out, words
+
+
+@pytest.mark.parametrize(("argv", "missing"), [
+    (["-i", "proj"], "-o/--output"),
+    (["-o", "out"], "-i/--input"),
+    ([], "-i/--input, -o/--output"),
+])
+def test_a_missing_path_is_named_alone(capsys, argv, missing):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (f"transplant: error: the following arguments are required: {missing}\n")
+
+
+def test_bare_emulate_asks_for_the_script():
+    proc = subprocess.run([sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == ("transplant emulate: error: no SCRIPT given: transplant emulate [options] SCRIPT "
+                           "[ARGS...] (see 'transplant emulate --help')\n")
