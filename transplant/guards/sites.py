@@ -1,0 +1,221 @@
+"""Device tests and the code they choose: which tests guard CUDA-only code.
+
+A device test is an expression with a CUDA marker in it: ``<any>.is_cuda``, a comparison with
+``"cuda"``/``"cuda:N"``, ``<any>.startswith("cuda")``, or ``torch.cuda.is_available()`` /
+``device_count()`` / ``is_initialized()``; ``not``, ``!=`` and ``not in`` turn it around. A *site* is
+where such a test chooses code:
+
+* ``if``/``elif``/``while`` tests: the CUDA branch is the body (or, turned around, the ``else`` and,
+  when the body leaves the block with return/raise/continue/break, the statements after it);
+* conditional expressions (``a if x.is_cuda else b``);
+* ``assert x.is_cuda`` and ``if x.device.type != "cuda": raise ...``: the rest of the block;
+* ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)`` (and ``unittest.skipIf``/``skipUnless``)
+  on a test function or class: its body; ``pytestmark = pytest.mark.skipif(...)``: the module;
+* a flag, ``cuda = torch.cuda.is_available()``: the code its tests choose in the same scope;
+* a predicate function (``def use_fused(x): return x.is_cuda and ...``) called in such a test: its
+  own device tests go with the test that calls it.
+
+The test itself belongs to what it chooses (``x.is_cuda and _init()``). Each site whose chosen code
+reaches CUDA-only code (reach.py) is a :class:`Kept` test.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from ..project.pynames import qualify
+from .reach import Reach, Reason
+
+CUDA_STRING = re.compile(r"^cuda(?::\d+)?$")
+CUDA_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"})
+SKIPS = {"skipif": False, "skipIf": False, "skipUnless": True}  # decorator -> its condition says "run"
+LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+@dataclass
+class Kept:
+    """A device test kept as CUDA, the kind of site it is, and the CUDA-only code it chooses."""
+
+    node: ast.AST  # what stays as it is (a test, a flag's value, a predicate's test)
+    kind: str  # branch | assert | raise | skip | flag | predicate
+    reasons: list[Reason]
+    flag: str = ""
+    also: list[ast.AST] = field(default_factory=list)  # predicates' tests that go with it
+
+
+class Sites:
+    def __init__(self, tree: ast.Module, names: dict[str, str], reach: Reach) -> None:
+        self.tree = tree
+        self.names = names
+        self.reach = reach
+        self.kept: list[Kept] = []
+        self.predicates: dict[str, list[ast.AST]] = {}  # module-level function -> its device tests
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_value(stmt):
+                tests = [n for n in ast.walk(stmt) if isinstance(n, (ast.If, ast.Return))]
+                found = [n.test if isinstance(n, ast.If) else n.value for n in tests
+                         if (n.test if isinstance(n, ast.If) else n.value) is not None
+                         and self.signs(n.test if isinstance(n, ast.If) else n.value)]
+                if found:
+                    self.predicates[stmt.name] = found
+
+    # ---- device tests
+
+    def marker(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr == "is_cuda"
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "startswith" and node.args:
+                return any(_cuda_string(n) for n in ast.walk(node.args[0]))
+            return qualify(func, self.names) in CUDA_QUERIES
+        return False
+
+    def signs(self, node: ast.AST, sign: int = 1, flags: frozenset[str] = frozenset()) -> set[int]:
+        """The directions of the CUDA markers in a test: 1 where true means CUDA, -1 where it means
+        not CUDA. A name in ``flags`` is a marker too, and so is a call of a predicate function."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.signs(node.operand, -sign, flags)
+        if isinstance(node, ast.BoolOp):
+            return {s for v in node.values for s in self.signs(v, sign, flags)}
+        if isinstance(node, ast.Compare):
+            out: set[int] = set()
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands, operands[1:]):
+                negated = isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot))
+                if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and (_cuda_string(left) or _cuda_string(right)):
+                    out.add(-sign if negated else sign)
+                elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) and _boolean(right) is not None:
+                    flip = negated == _boolean(right)  # "is False", "is not True", "== False"
+                    out |= self.signs(left, -sign if flip else sign, flags)
+                else:
+                    for side in (left, right):
+                        out |= self.signs(side, sign, flags) if not _constant(side) else set()
+            return out
+        if self.marker(node) or (isinstance(node, ast.Name) and node.id in flags):
+            return {sign}
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.predicates
+                and node.func.id not in self.names):
+            return {sign}
+        if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.NamedExpr)):
+            return {s for child in ast.iter_child_nodes(node) for s in self.signs(child, sign, flags)}
+        return set()
+
+    # ---- sites
+
+    def find(self) -> list[Kept]:
+        self._block(self.tree.body, None, self.tree.body)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.IfExp):
+                signs = self.signs(node.test)
+                if signs:
+                    region = [node.test, *([node.body] if 1 in signs else []), *([node.orelse] if -1 in signs else [])]
+                    self._keep(node.test, "branch", region, None)
+        return self.kept
+
+    def _block(self, body: list[ast.stmt], klass: str | None, scope: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(body):
+            rest = body[i + 1:]
+            if isinstance(stmt, (ast.If, ast.While)):
+                signs = self.signs(stmt.test)
+                if signs:
+                    region: list[ast.AST] = [stmt.test]
+                    leaves = bool(stmt.body) and isinstance(stmt.body[-1], LEAVES)
+                    if 1 in signs:
+                        region += stmt.body
+                    if -1 in signs:
+                        region += stmt.orelse + (rest if leaves else [])
+                    raises = -1 in signs and isinstance(stmt.body[-1], ast.Raise)
+                    self._keep(stmt.test, "raise" if raises else "branch", region, klass)
+            elif isinstance(stmt, ast.Assert):
+                if 1 in self.signs(stmt.test):
+                    self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
+            elif isinstance(stmt, ast.Assign):
+                self._assignment(stmt, klass, scope)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = stmt.name if isinstance(stmt, ast.ClassDef) else klass
+                self._skips(stmt, stmt.body, inner)
+                self._block(stmt.body, inner, stmt.body if not isinstance(stmt, ast.ClassDef) else scope)
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                child = getattr(stmt, name, None)
+                if isinstance(child, list) and child and isinstance(child[0], ast.stmt):
+                    self._block(child, klass, scope)
+            for handler in getattr(stmt, "handlers", []):
+                self._block(handler.body, klass, scope)
+            for case in getattr(stmt, "cases", []):
+                self._block(case.body, klass, scope)
+
+    def _skips(self, node: ast.AST, body: list[ast.stmt], klass: str | None) -> None:
+        for decorator in getattr(node, "decorator_list", []):
+            cond = _skip_condition(decorator)
+            if cond is not None and self.signs(cond):
+                self._keep(cond, "skip", [cond, *body], klass)
+
+    def _assignment(self, stmt: ast.Assign, klass: str | None, scope: list[ast.stmt]) -> None:
+        if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
+            for mark in (stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]):
+                cond = _skip_condition(mark)
+                if cond is not None and self.signs(cond):
+                    self._keep(cond, "skip", [cond, *self.tree.body], None)
+            return
+        if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)) or isinstance(stmt.value, ast.IfExp):
+            return
+        if self.signs(stmt.value) != {1}:
+            return
+        flag = stmt.targets[0].id
+        flags = frozenset({flag})
+        region: list[ast.AST] = [stmt.value]
+        for block in scope:
+            for node in ast.walk(block):
+                test = getattr(node, "test", None)
+                if not isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) or test is None:
+                    continue
+                if not any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
+                    continue
+                signs = self.signs(test, 1, flags)
+                chosen = ([node.body] if isinstance(node, ast.IfExp) else node.body) if 1 in signs else []
+                if -1 in signs and not isinstance(node, ast.Assert):
+                    chosen += [node.orelse] if isinstance(node, ast.IfExp) else node.orelse
+                region += [test, *chosen]
+        self._keep(stmt.value, "flag", region, klass, flag=flag)
+
+    def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None, flag: str = "") -> None:
+        reasons = self.reach.reasons(region, klass)
+        if not reasons:
+            return
+        also = [t for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id not in self.names for t in self.predicates.get(n.func.id, [])]
+        self.kept.append(Kept(node, kind, reasons, flag, also))
+
+
+def _cuda_string(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return CUDA_STRING.match(node.value) is not None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_cuda_string(e) for e in node.elts)
+    return False
+
+
+def _boolean(node: ast.AST) -> bool | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
+
+
+def _constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant)
+
+
+def _returns_value(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node))
+
+
+def _skip_condition(decorator: ast.AST) -> ast.AST | None:
+    """The condition of ``pytest.mark.skipif(cond, ...)`` / ``unittest.skipIf(cond, ...)`` (for
+    ``skipUnless`` it says when to run, which the signs read the same way)."""
+    if not (isinstance(decorator, ast.Call) and decorator.args):
+        return None
+    func = decorator.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return decorator.args[0] if name in SKIPS else None
