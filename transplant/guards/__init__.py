@@ -34,11 +34,12 @@ WORDS = (b".cu", b"cuda_sources", b"extra_cuda_cflags", b"cpp_extension", b"trit
          b"get_device_properties", b"get_device_name", b"version")
 Span = tuple[int, int, int, int]
 KINDS = {
-    "branch": ("note", "keeps testing for CUDA: its branch reaches {what}; NPU tensors take the other path"),
-    "raise": ("warning", "keeps testing for CUDA: it refuses what is not CUDA in front of {what}; on an NPU it raises"),
-    "assert": ("warning", "kept as a CUDA precondition of {what}; on an NPU the assert fails"),
+    "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; NPU tensors take the other path"),
+    "raise": ("warning", "device test kept as a CUDA test: it refuses what is not CUDA in front of {what}; on an NPU "
+              "it raises"),
+    "assert": ("warning", "device test kept as a CUDA precondition of {what}; on an NPU the assert fails"),
     "skip": ("note", "skip condition kept as CUDA: the test exercises {what}, so it is skipped on an NPU"),
-    "flag": ("note", "flag `{flag}` kept as the CUDA test: it chooses {what}; on an NPU host it is False"),
+    "flag": ("note", "flag `{flag}` kept as the CUDA test: it chooses {what}; on an NPU it is False"),
 }
 
 
@@ -116,8 +117,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         tools = [r for r in site.reasons if r.kind == "tool"]
         level, template = KINDS[site.kind]
         what = "; ".join(r.text for r in site.reasons[:3]) + ("; ..." if len(site.reasons) > 3 else "")
-        message = "device test " + template.format(what=what, flag=site.flag) if site.kind != "flag" else \
-            template.format(what=what, flag=site.flag)
+        message = template.format(what=what, flag=site.flag)
         routes = list(dict.fromkeys(r.route for r in site.reasons if r.route))
         if site.kind == "flag" and tools:
             add(site.node, CODES["tool_flag"], "warning", message + "; an NPU route: " + "; ".join(routes), "; ".join(

@@ -96,9 +96,16 @@ class Reach:
         seen: set[str] = set()
         for node in nodes:
             for reason in self._walk(node, klass):
-                if reason.what not in seen and reason.where not in seen:  # one row per thing, once
-                    seen.update((reason.what, reason.where))
+                key = reason.what
+                if reason.kind == "triton" and not reason.what.startswith("the"):
+                    key = "triton"
+                elif reason.kind == "library":
+                    key = reason.what.rsplit("(", 1)[-1]  # one row per library
+                if key not in seen and reason.where not in seen:  # one row per thing, once
+                    seen.update((key, reason.where))
                     out.append(reason)
+        if any(r.what.startswith("the Triton kernel") for r in out):  # the kernel says it better
+            out = [r for r in out if r.kind != "triton" or r.what.startswith("the Triton kernel")]
         return out
 
     def _walk(self, root: ast.AST, klass: str | None):
@@ -126,7 +133,7 @@ class Reach:
     def _callee_def(self, node: ast.AST, klass: str | None) -> ast.AST | None:
         """A function or class of this file that ``node`` names (``f``, ``Cls.apply``, ``self.meth``)."""
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in self.names:
-            return self.defs.get(node.id)
+            return self.defs.get(node.id) if node.id not in self.triton else None  # a kernel is one reason
         if (isinstance(node, ast.Attribute) and klass is not None and isinstance(node.value, ast.Name)
                 and node.value.id in ("self", "cls", klass)):
             return self.methods.get(klass, {}).get(node.attr)
