@@ -34,7 +34,7 @@ WORDS = (b".cu", b"cuda_sources", b"extra_cuda_cflags", b"cpp_extension", b"trit
          b"get_device_properties", b"get_device_name", b"version")
 Span = tuple[int, int, int, int]
 KINDS = {
-    "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; NPU tensors take the other path"),
+    "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; on an NPU the other path is taken"),
     "raise": ("warning", "device test kept as a CUDA test: it refuses what is not CUDA in front of {what}; on an NPU "
               "it raises"),
     "assert": ("warning", "device test kept as a CUDA precondition of {what}; on an NPU the assert fails"),
@@ -111,9 +111,12 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         guards.records.append(Record(*span(node), code=code, level=level, operation="", message=message,
                                      rule="builtin:guards", api=api, suggestion=suggestion))
 
-    guarded: set[str] = set()
+    guarded: set[str] = set()  # where the capability queries are that a kept test guards
     for site in kept:
         guards.spans += [span(n) for n in (site.node, *site.also)]
+        guarded.update(r.where for r in site.reasons if r.kind == "capability")
+        if all(r.kind == "capability" for r in site.reasons):
+            continue  # the capability's own finding says its guard stays
         tools = [r for r in site.reasons if r.kind == "tool"]
         level, template = KINDS[site.kind]
         what = "; ".join(r.text for r in site.reasons[:3]) + ("; ..." if len(site.reasons) > 3 else "")
@@ -126,7 +129,6 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         if any(r.kind in ("build", "extension", "triton", "library") for r in site.reasons):
             message += "; porting that kernel to the NPU is what would give NPU the fast path (then test for NPU here)"
         add(site.node, CODES["guard"], level, message, "; ".join(routes) or NPU_ROUTE, "")
-        guarded.update(r.where for r in site.reasons if r.kind == "capability")
     for probe in found:
         if probe.keep is not None:
             guards.spans.append(span(probe.keep))

@@ -51,6 +51,14 @@ class Sites:
         self.names = names
         self.reach = reach
         self.kept: list[Kept] = []
+        self.after: dict[int, list[ast.stmt]] = {}  # an if whose body leaves its block -> the statements after it
+        for node in ast.walk(tree):
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    for i, stmt in enumerate(block):
+                        if isinstance(stmt, ast.If) and isinstance(stmt.body[-1], LEAVES):
+                            self.after[id(stmt)] = block[i + 1:]
         self.predicates: dict[str, list[ast.AST]] = {}  # module-level function -> its device tests
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_value(stmt):
@@ -111,8 +119,7 @@ class Sites:
             if isinstance(node, ast.IfExp):
                 signs = self.signs(node.test)
                 if signs:
-                    region = [node.test, *([node.body] if 1 in signs else []), *([node.orelse] if -1 in signs else [])]
-                    self._keep(node.test, "branch", region, None)
+                    self._keep(node.test, "branch", [node.test, *self._chosen(node, signs)], None)
         return self.kept
 
     def _block(self, body: list[ast.stmt], klass: str | None, scope: list[ast.stmt]) -> None:
@@ -121,14 +128,9 @@ class Sites:
             if isinstance(stmt, (ast.If, ast.While)):
                 signs = self.signs(stmt.test)
                 if signs:
-                    region: list[ast.AST] = [stmt.test]
-                    leaves = bool(stmt.body) and isinstance(stmt.body[-1], LEAVES)
-                    if 1 in signs:
-                        region += stmt.body
-                    if -1 in signs:
-                        region += stmt.orelse + (rest if leaves else [])
                     raises = -1 in signs and isinstance(stmt.body[-1], ast.Raise)
-                    self._keep(stmt.test, "raise" if raises else "branch", region, klass)
+                    self._keep(stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)],
+                               klass)
             elif isinstance(stmt, ast.Assert):
                 if 1 in self.signs(stmt.test):
                     self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
@@ -175,12 +177,20 @@ class Sites:
                     continue
                 if not any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
                     continue
-                signs = self.signs(test, 1, flags)
-                chosen = ([node.body] if isinstance(node, ast.IfExp) else node.body) if 1 in signs else []
-                if -1 in signs and not isinstance(node, ast.Assert):
-                    chosen += [node.orelse] if isinstance(node, ast.IfExp) else node.orelse
-                region += [test, *chosen]
+                region += [test, *self._chosen(node, self.signs(test, 1, flags))]
         self._keep(stmt.value, "flag", region, klass, flag=flag)
+
+    def _chosen(self, node: ast.AST, signs: set[int]) -> list[ast.AST]:
+        """What a test of ``node`` chooses when it finds CUDA (1 in ``signs``) or not CUDA (-1): the
+        body, or the else branch and, when the body leaves the block, the statements after it."""
+        if isinstance(node, ast.Assert):
+            return []
+        if isinstance(node, ast.IfExp):
+            return [*([node.body] if 1 in signs else []), *([node.orelse] if -1 in signs else [])]
+        chosen: list[ast.AST] = list(node.body) if 1 in signs else []
+        if -1 in signs:
+            chosen += [*node.orelse, *self.after.get(id(node), [])]
+        return chosen
 
     def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None, flag: str = "") -> None:
         reasons = self.reach.reasons(region, klass)
