@@ -186,6 +186,9 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     if guards is not None:
         hit |= {id(p.anchor) for p in pending if p.level == "fix" and id(p.anchor) in positions
                 and guards.keeps(positions[id(p.anchor)])}
+        # an import whose rewrite would change a name a kept test uses (from torch.cuda import is_available)
+        hit |= {id(node) for node in bindings.import_nodes if id(node) in bindings.plans
+                and guards.names.intersection(bindings.plans[id(node)].names)}
     if hit:
         return Conversion(None, []), hit
 

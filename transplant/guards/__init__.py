@@ -18,11 +18,12 @@ and what a region reaches), probes.py (capability probes).
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from ..project import NO_FACTS, ProjectFacts
 from ..project.builds import NPU_ROUTE
-from ..project.pynames import bindings, column, parse, source_lines
+from ..project.pynames import bindings, column, import_bindings, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
 from .probes import probes
@@ -46,6 +47,7 @@ KINDS = {
 @dataclass
 class Guards:
     spans: list[Span] = field(default_factory=list)  # what the engine leaves as it is
+    names: set[str] = field(default_factory=set)  # names used in them: their imports are not rewritten either
     records: list[Record] = field(default_factory=list)
     replaces: set[tuple[int, str]] = field(default_factory=set)  # (line, api) of engine findings said better here
     risks: dict[int, str] = field(default_factory=dict)  # line -> a warning for the changes made on it
@@ -107,13 +109,18 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         return (node.lineno, column(lines, node.lineno, node.col_offset), end,
                 column(lines, end, node.end_col_offset or 0))
 
+    def keep(node) -> None:
+        guards.spans.append(span(node))
+        guards.names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
     def add(node, code: str, level: str, message: str, suggestion: str, api: str) -> None:
         guards.records.append(Record(*span(node), code=code, level=level, operation="", message=message,
                                      rule="builtin:guards", api=api, suggestion=suggestion))
 
     guarded: set[str] = set()  # where the capability queries are that a kept test guards
     for site in kept:
-        guards.spans += [span(n) for n in (site.node, *site.also)]
+        for node in (site.node, *site.also):
+            keep(node)
         guarded.update(r.where for r in site.reasons if r.kind == "capability")
         if all(r.kind == "capability" for r in site.reasons):
             continue  # the capability's own finding says its guard stays
@@ -131,7 +138,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         add(site.node, CODES["guard"], level, message, "; ".join(routes) or NPU_ROUTE, "")
     for probe in found:
         if probe.keep is not None:
-            guards.spans.append(span(probe.keep))
+            keep(probe.keep)
         if probe.code == "capability":
             where = f"line {probe.node.lineno}"
             guarded_here = where in guarded
@@ -147,6 +154,10 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
                 guards.risks[probe.node.lineno] = probe.risk
         if probe.replaces:
             guards.replaces.add((probe.node.lineno, probe.api))
+    for node in ast.walk(tree):  # an import of a name that stays a CUDA name is not rewritten: no rename finding
+        if isinstance(node, ast.ImportFrom):
+            guards.replaces.update((node.lineno, qualified) for local, qualified in import_bindings(node).items()
+                                   if local in guards.names)
     return guards
 
 
