@@ -122,8 +122,8 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         for node in (site.node, *site.also):
             keep(node)
         guarded.update(r.where for r in site.reasons if r.kind == "capability")
-        if all(r.kind == "capability" for r in site.reasons):
-            continue  # the capability's own finding says its guard stays
+        if all(r.kind == "capability" and r.where == f"line {site.node.lineno}" for r in site.reasons):
+            continue  # the capability's own finding on this line says its guard stays
         tools = [r for r in site.reasons if r.kind == "tool"]
         level, template = KINDS[site.kind]
         what = "; ".join(r.text for r in site.reasons[:3]) + ("; ..." if len(site.reasons) > 3 else "")
@@ -136,6 +136,9 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         if any(r.kind in ("build", "extension", "triton", "library") for r in site.reasons):
             message += "; porting that kernel to the NPU is what would give NPU the fast path (then test for NPU here)"
         add(site.node, CODES["guard"], level, message, "; ".join(routes) or NPU_ROUTE, "")
+        for node in site.also:
+            add(node, CODES["guard"], "note", f"device test kept as a CUDA test: the test at line {site.node.lineno} "
+                "that calls this function chooses CUDA-only code by it", "", "")
     for probe in found:
         if probe.keep is not None:
             keep(probe.keep)
@@ -156,8 +159,12 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
             guards.replaces.add((probe.node.lineno, probe.api))
     for node in ast.walk(tree):  # an import of a name that stays a CUDA name is not rewritten: no rename finding
         if isinstance(node, ast.ImportFrom):
-            guards.replaces.update((node.lineno, qualified) for local, qualified in import_bindings(node).items()
-                                   if local in guards.names)
+            kept_names = {local: qualified for local, qualified in import_bindings(node).items()
+                          if local in guards.names and qualified.startswith("torch.cuda")}
+            if kept_names:
+                guards.replaces.update((node.lineno, qualified) for qualified in kept_names.values())
+                add(node, CODES["guard"], "note", f"import left as it is: {', '.join(sorted(kept_names))} is used in "
+                    "code kept as a CUDA test or query (so that an NPU run takes the other path)", "", "")
     return guards
 
 

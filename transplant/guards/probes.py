@@ -86,14 +86,19 @@ def probes(tree: ast.Module, names: dict[str, str]) -> tuple[list[Probe], dict[i
                                        CAPABILITY_ROUTE)
             out.append(Probe(call, "capability", "warning", "", CAPABILITY_ROUTE, CAPABILITY, replaces=True, keep=call))
     for call in calls[PROPERTIES]:
-        for use in _uses(call, parents, tree):
-            parent = parents.get(id(use))
-            if isinstance(parent, ast.Attribute) and parent.attr in FIELDS:
-                numbers.setdefault(id(call), Reason("capability", f"CUDA device properties (.{parent.attr})",
-                                                    f"line {call.lineno}", FIELD_ROUTE[parent.attr]))
-                out.append(Probe(parent, "probe", "warning", f"torch.cuda.get_device_properties(...).{parent.attr}: "
-                                 f"{FIELDS[parent.attr]}; an NPU's device properties have no such field, so the CUDA "
-                                 f"query is kept", FIELD_ROUTE[parent.attr], f"{PROPERTIES}.{parent.attr}", keep=call))
+        reads = [parent for use in _uses(call, parents, tree)
+                 if isinstance(parent := parents.get(id(use)), ast.Attribute) and parent.attr in FIELDS]
+        if not reads:
+            continue
+        fields = list(dict.fromkeys(read.attr for read in reads))
+        numbers[id(call)] = Reason("capability", f"CUDA device properties (.{fields[0]})", f"line {call.lineno}",
+                                   FIELD_ROUTE[fields[0]])
+        said = "; ".join(f".{f}: {FIELDS[f]}" for f in fields)
+        lines = sorted({read.lineno for read in reads if read.lineno != call.lineno})
+        at = f" (read at line {', '.join(map(str, lines))})" if lines else ""
+        out.append(Probe(call, "probe", "warning", f"torch.cuda.get_device_properties(...) is read for CUDA or ROCm "
+                         f"facts{at}: {said}; an NPU's device properties have no such field, so the CUDA query is kept",
+                         "; ".join(dict.fromkeys(FIELD_ROUTE[f] for f in fields)), PROPERTIES, keep=call))
     for call in calls[DEVICE_NAME]:
         if _names_gpu_model(call, parents):
             out.append(Probe(call, "probe", "warning", "torch.cuda.get_device_name() is compared with a GPU model: an "
