@@ -118,6 +118,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
                                      rule="builtin:guards", api=api, suggestion=suggestion))
 
     guarded: set[str] = set()  # where the capability queries are that a kept test guards
+    said: set[int] = set()  # predicates' tests already reported
     for site in kept:
         for node in (site.node, *site.also):
             keep(node)
@@ -129,14 +130,17 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         what = "; ".join(r.text for r in site.reasons[:3]) + ("; ..." if len(site.reasons) > 3 else "")
         message = template.format(what=what, flag=site.flag)
         routes = list(dict.fromkeys(r.route for r in site.reasons if r.route))
-        if site.kind == "flag" and tools:
+        if tools:  # a CUDA-only tool is chosen: an NPU host must not install or run it
             add(site.node, CODES["tool_flag"], "warning", message + "; an NPU route: " + "; ".join(routes), "; ".join(
-                routes), "torch.cuda.is_available")
+                routes), "")
             continue
         if any(r.kind in ("build", "extension", "triton", "library") for r in site.reasons):
             message += "; porting that kernel to the NPU is what would give NPU the fast path (then test for NPU here)"
         add(site.node, CODES["guard"], level, message, "; ".join(routes) or NPU_ROUTE, "")
         for node in site.also:
+            if id(node) in said:
+                continue
+            said.add(id(node))
             add(node, CODES["guard"], "note", f"device test kept as a CUDA test: the test at line {site.node.lineno} "
                 "that calls this function chooses CUDA-only code by it", "", "")
     for probe in found:

@@ -154,7 +154,7 @@ class Reach:
                     return found
             return None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return _tool_string(node.value, where)
+            return tool_string(node.value, where)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in self.built:
                 return self.built[node.id]
@@ -220,7 +220,8 @@ def _decorator_callee(node: ast.expr) -> ast.expr:
     return node.func if isinstance(node, ast.Call) else node
 
 
-def _tool_string(text: str, where: str) -> Reason | None:
+def tool_string(text: str, where: str) -> Reason | None:
+    """The CUDA-only tool a string names: an onnxruntime CUDA provider or a GPU package."""
     if text in CUDA_PROVIDERS:
         route = TENSORRT_ROUTE if text.startswith("Tensorrt") else ORT_ROUTE
         return Reason("tool", f"onnxruntime's {text}", where, route)
@@ -233,4 +234,4 @@ def _tool_string(text: str, where: str) -> Reason | None:
     return None
 
 
-__all__ = ["CAPABILITY_ROUTE", "ORT_ROUTE", "Reach", "Reason", "TRITON_ROUTE"]
+__all__ = ["CAPABILITY_ROUTE", "ORT_ROUTE", "Reach", "Reason", "TRITON_ROUTE", "tool_string"]

@@ -26,9 +26,10 @@ import re
 from dataclasses import dataclass, field
 
 from ..project.pynames import qualify
-from .reach import Reach, Reason
+from .reach import Reach, Reason, tool_string
 
 CUDA_STRING = re.compile(r"^cuda(?::\d+)?$")
+DEVICE_WORD = re.compile(r"(?i)dev|^type$|accelerator|backend")
 CUDA_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"})
 SKIPS = {"skipif": False, "skipIf": False, "skipUnless": True}  # decorator -> its condition says "run"
 LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -93,7 +94,8 @@ class Sites:
             operands = [node.left, *node.comparators]
             for op, left, right in zip(node.ops, operands, operands[1:]):
                 negated = isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot))
-                if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and (_cuda_string(left) or _cuda_string(right)):
+                if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and (
+                        _cuda_string(left) and _device_like(right) or _cuda_string(right) and _device_like(left)):
                     out.add(-sign if negated else sign)
                 elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) and _boolean(right) is not None:
                     flip = negated == _boolean(right)  # "is False", "is not True", "== False"
@@ -115,12 +117,38 @@ class Sites:
 
     def find(self) -> list[Kept]:
         self._block(self.tree.body, None, self.tree.body)
+        spelled: dict[int, list[Reason]] = {}
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.IfExp):
+            if isinstance(node, ast.JoinedStr):
+                spelled.update(self._spelled(node))
+            elif isinstance(node, ast.IfExp):
                 signs = self.signs(node.test)
                 if signs:
-                    self._keep(node.test, "branch", [node.test, *self._chosen(node, signs)], None)
+                    self._keep(node.test, "branch", [node.test, *self._chosen(node, signs)], None,
+                               spelled.get(id(node), []))
         return self.kept
+
+    def _spelled(self, text: ast.JoinedStr) -> dict[int, list[Reason]]:
+        """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"``: the package a conditional
+        expression spells together with the f-string around it (id of the expression -> reasons)."""
+        out: dict[int, list[Reason]] = {}
+        for i, part in enumerate(text.values):
+            choice = part.value if isinstance(part, ast.FormattedValue) else None
+            if not isinstance(choice, ast.IfExp):
+                continue
+            signs = self.signs(choice.test)
+            if not signs:
+                continue
+            head = "".join(v.value for v in text.values[:i] if isinstance(v, ast.Constant))
+            tail = "".join(v.value for v in text.values[i + 1:] if isinstance(v, ast.Constant))
+            chosen = [choice.body] if 1 in signs else []
+            chosen += [choice.orelse] if -1 in signs else []
+            for option in chosen:
+                if isinstance(option, ast.Constant) and isinstance(option.value, str):
+                    found = tool_string(head + option.value + tail, f"line {text.lineno}")
+                    if found is not None:
+                        out.setdefault(id(choice), []).append(found)
+        return out
 
     def _block(self, body: list[ast.stmt], klass: str | None, scope: list[ast.stmt]) -> None:
         for i, stmt in enumerate(body):
@@ -192,8 +220,9 @@ class Sites:
             chosen += [*node.orelse, *self.after.get(id(node), [])]
         return chosen
 
-    def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None, flag: str = "") -> None:
-        reasons = self.reach.reasons(region, klass)
+    def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None,
+              extra: list[Reason] | None = None, flag: str = "") -> None:
+        reasons = [*(extra or []), *self.reach.reasons(region, klass)]
         if not reasons:
             return
         also = [t for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
@@ -207,6 +236,13 @@ def _cuda_string(node: ast.AST) -> bool:
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return any(_cuda_string(e) for e in node.elts)
     return False
+
+
+def _device_like(node: ast.AST) -> bool:
+    """Does an operand compared with "cuda" name a device (``device``, ``args.dev``, ``x.device.type``,
+    ``str(x.device)``)? ``impl in ["ref", "cuda"]`` chooses an implementation, not a device."""
+    return any(isinstance(n, ast.Name) and DEVICE_WORD.search(n.id) or isinstance(n, ast.Attribute)
+               and DEVICE_WORD.search(n.attr) for n in ast.walk(node))
 
 
 def _boolean(node: ast.AST) -> bool | None:
