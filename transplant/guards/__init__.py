@@ -146,17 +146,17 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
     for probe in found:
         if probe.keep is not None:
             keep(probe.keep)
+        guarded_here = f"line {probe.node.lineno}" in guarded
+        guard = ("; its CUDA guard stays, so an NPU run takes the other path" if guarded_here else
+                 "; it has no CUDA guard: on an NPU host it raises, put it behind torch.cuda.is_available()")
         if probe.code == "capability":
-            where = f"line {probe.node.lineno}"
-            guarded_here = where in guarded
             message = ("torch.cuda.get_device_capability() is read as a number: kept as the CUDA query "
                        "(torch_npu.npu.get_device_capability() returns None, so a comparison, index or unpacking "
                        "of it would raise TypeError)")
-            message += ("; its CUDA guard stays, so an NPU run takes the other path" if guarded_here else
-                        "; it has no CUDA guard: on an NPU host it raises, put it behind torch.cuda.is_available()")
-            add(probe.node, CODES["capability"], "warning", message, probe.suggestion, probe.api)
+            add(probe.node, CODES["capability"], "warning", message + guard, probe.suggestion, probe.api)
         else:
-            add(probe.node, CODES["probe"], probe.level, probe.message, probe.suggestion, probe.api)
+            add(probe.node, CODES["probe"], probe.level, probe.message + (guard if probe.keep is not None else ""),
+                probe.suggestion, probe.api)
             if probe.risk:
                 guards.risks[probe.node.lineno] = probe.risk
         if probe.replaces:

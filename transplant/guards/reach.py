@@ -99,9 +99,11 @@ class Reach:
                 key = reason.what
                 if reason.kind == "triton" and not reason.what.startswith("the"):
                     key = "triton"
+                elif reason.kind == "capability":
+                    key = f"capability {reason.where}"  # each query, so that each is known to be guarded
                 elif reason.kind == "library":
                     key = reason.what.rsplit("(", 1)[-1]  # one row per library
-                if key not in seen and reason.where not in seen:  # one row per thing, once
+                if key not in seen and (reason.where not in seen or reason.kind == "capability"):  # each thing once
                     seen.update((key, reason.where))
                     out.append(reason)
         if any(r.what.startswith("the Triton kernel") for r in out):  # the kernel says it better

@@ -223,6 +223,10 @@ class Sites:
     def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None,
               extra: list[Reason] | None = None, flag: str = "") -> None:
         reasons = [*(extra or []), *self.reach.reasons(region, klass)]
+        if kind in ("assert", "raise"):
+            # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
+            # a capability probe after it fails by itself (probes.py reports it)
+            reasons = [r for r in reasons if r.kind != "capability"]
         if not reasons:
             return
         also = [t for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
