@@ -19,20 +19,24 @@ and what a region reaches), probes.py (capability probes).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from ..project import NO_FACTS, ProjectFacts
 from ..project.builds import NPU_ROUTE
-from ..project.pynames import bindings, column, import_bindings, parse, source_lines
+from ..project.pynames import column, import_bindings, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
 from .probes import probes
 from .reach import Reach
 from .sites import Sites
 
-WORDS = (b".cu", b"cuda_sources", b"extra_cuda_cflags", b"cpp_extension", b"triton", b"ExecutionProvider",
-         b"tensorrt", b"-gpu", b"tensorflow", b"cupy-cuda", b"torch.ops", b"get_device_capability",
-         b"get_device_properties", b"get_device_name", b"version")
+CUDA_SOURCE = re.compile(rb"\.cuh?['\"]")  # "kernel.cu" ("torch.cuda" is not one)
+# a string naming a GPU package or TensorFlow (whose pip build is the GPU one)
+PACKAGE = re.compile(rb"(?<![-\w])[a-z][\w.]*-gpu\b|_gpu['\"]|['\"]tensorflow|\[cuda|cupy-cuda|mxnet-cu")
+WORDS = (b"cuda_sources", b"extra_cuda_cflags", b"cpp_extension", b"triton", b"ExecutionProvider",
+         b"tensorrt", b"torch.ops", b"get_device_capability", b"get_device_properties", b"get_device_name",
+         b"version.cuda", b"version.hip")
 Span = tuple[int, int, int, int]
 KINDS = {
     "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; on an NPU the other path is taken"),
@@ -82,9 +86,11 @@ def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> 
     """Can ``analyse`` find anything in ``source``? (every finding needs one of these words)"""
     if b"cuda" not in source:
         return False
-    if any(word in source for word in WORDS):
+    if any(word in source for word in WORDS) or CUDA_SOURCE.search(source) or PACKAGE.search(source):
         return True
-    return any(module.split(".", 1)[0].encode() in source for module in rules.library_q) or (
+    # a library's first and last name parts (nvidia and dali: also "from nvidia import dali")
+    return any(all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
+               for module in rules.library_q) or (
         bool(facts.modules or facts.namespaces) and facts.may_match(source))
 
 
@@ -95,10 +101,14 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
     tree = parse(source)
     if tree is None:
         return None
-    names = bindings(tree)
-    found, numbers = probes(tree, names)
-    reach = Reach(tree, names, rules, facts, numbers)
-    kept = Sites(tree, names, reach).find()
+    nodes, parents = _index(tree)
+    names: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(import_bindings(node))
+    found, numbers = probes(tree, names, nodes, parents)
+    reach = Reach(tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source)
+    kept = Sites(tree, names, reach, nodes, source.split(b"\n")).find()
     if not kept and not found:
         return None
     lines = source_lines(source)
@@ -161,7 +171,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
                 guards.risks[probe.node.lineno] = probe.risk
         if probe.replaces:
             guards.replaces.add((probe.node.lineno, probe.api))
-    for node in ast.walk(tree):  # an import of a name that stays a CUDA name is not rewritten: no rename finding
+    for node in nodes:  # an import of a name that stays a CUDA name is not rewritten: no rename finding
         if isinstance(node, ast.ImportFrom):
             kept_names = {local: qualified for local, qualified in import_bindings(node).items()
                           if local in guards.names and qualified.startswith("torch.cuda")}
@@ -170,6 +180,17 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
                 add(node, CODES["guard"], "note", f"import left as it is: {', '.join(sorted(kept_names))} is used in "
                     "code kept as a CUDA test or query (so that an NPU run takes the other path)", "", "")
     return guards
+
+
+def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+    """Every node of ``tree`` and the parent of each, in one pass (the passes then filter the list)."""
+    nodes: list[ast.AST] = [tree]
+    parents: dict[int, ast.AST] = {}
+    for node in nodes:  # the list grows as it is read
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            nodes.append(child)
+    return nodes, parents
 
 
 __all__ = ["Guards", "analyse", "may_guard"]

@@ -62,14 +62,13 @@ class Probe:
     keep: ast.AST | None = None  # the CUDA query that stays a CUDA query
 
 
-def probes(tree: ast.Module, names: dict[str, str]) -> tuple[list[Probe], dict[int, Reason]]:
-    """The probes of a file, and the capability queries read as numbers (id of the call -> Reason)."""
-    parents: dict[int, ast.AST] = {}
+def probes(tree: ast.Module, names: dict[str, str], nodes: list[ast.AST],
+           parents: dict[int, ast.AST]) -> tuple[list[Probe], dict[int, Reason]]:
+    """The probes of a file (``nodes``: all of its nodes, ``parents``: the parent of each), and the
+    capability queries read as numbers (id of the call -> Reason)."""
     calls: dict[str, list[ast.Call]] = {CAPABILITY: [], PROPERTIES: [], DEVICE_NAME: []}
     versions: list[ast.Attribute] = []
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+    for node in nodes:
         if isinstance(node, ast.Call):
             found = calls.get(qualify(node.func, names) or "")
             if found is not None:

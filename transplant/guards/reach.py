@@ -56,7 +56,7 @@ class Reach:
     """The CUDA-only code of one file, and what a list of nodes reaches of it."""
 
     def __init__(self, tree: ast.Module, names: dict[str, str], rules: RuleSet, facts: ProjectFacts,
-                 capability_uses: dict[int, Reason]) -> None:
+                 capability_uses: dict[int, Reason], nodes: list[ast.AST], *, builds: bool = True) -> None:
         self.names = names
         self.rules = rules
         self.facts = facts
@@ -70,13 +70,14 @@ class Reach:
                 self.methods[stmt.name] = {s.name: s for s in stmt.body
                                            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.triton: dict[str, int] = {}  # Triton kernels defined here -> line
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                     self._is_triton(qualify(_decorator_callee(d), names)) for d in node.decorator_list):
                 self.triton[node.name] = node.lineno
-        self.builds = {(b.line, b.col_offset): b for b in find_builds(tree, names) if b.cuda}
+        # (cpp_extension's builders need that word in the source)
+        self.builds = {(b.line, b.col_offset): b for b in find_builds(tree, names) if b.cuda} if builds else {}
         self.built: dict[str, Reason] = {}  # names bound to what a CUDA build returns
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 found = self._build(node.value)
                 if found is not None:

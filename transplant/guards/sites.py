@@ -33,6 +33,7 @@ DEVICE_WORD = re.compile(r"(?i)dev|^type$|accelerator|backend")
 CUDA_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"})
 SKIPS = {"skipif": False, "skipIf": False, "skipUnless": True}  # decorator -> its condition says "run"
 LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+PREDICATE_LINES = 40  # a predicate is a short function that ends by returning its answer
 
 
 @dataclass
@@ -47,13 +48,22 @@ class Kept:
 
 
 class Sites:
-    def __init__(self, tree: ast.Module, names: dict[str, str], reach: Reach) -> None:
+    def __init__(self, tree: ast.Module, names: dict[str, str], reach: Reach, nodes: list[ast.AST],
+                 lines: list[bytes]) -> None:
+        self.lines = lines  # the source's lines: a test is read only where a line of it says "cuda"
+        # "cuda", and the names imports bind to torch.cuda (import torch.cuda as tc; from torch.cuda import ...)
+        self.words: tuple[bytes, ...] = (b"cuda", *(local.encode() for local, qualified in names.items()
+                                                   if qualified.startswith("torch.cuda") and "cuda" not in local))
         self.tree = tree
         self.names = names
         self.reach = reach
         self.kept: list[Kept] = []
         self.after: dict[int, list[ast.stmt]] = {}  # an if whose body leaves its block -> the statements after it
-        for node in ast.walk(tree):
+        self.nodes = nodes
+        self.tests = [n for n in nodes if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert))]
+        for node in nodes:
+            if not isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case, ast.Module)):
+                continue
             for name in ("body", "orelse", "finalbody"):
                 block = getattr(node, name, None)
                 if isinstance(block, list):
@@ -62,13 +72,20 @@ class Sites:
                             self.after[id(stmt)] = block[i + 1:]
         self.predicates: dict[str, list[ast.AST]] = {}  # module-level function -> its device tests
         for stmt in tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_value(stmt):
-                tests = [n for n in ast.walk(stmt) if isinstance(n, (ast.If, ast.Return))]
-                found = [n.test if isinstance(n, ast.If) else n.value for n in tests
-                         if (n.test if isinstance(n, ast.If) else n.value) is not None
-                         and self.signs(n.test if isinstance(n, ast.If) else n.value)]
-                if found:
-                    self.predicates[stmt.name] = found
+            if not (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(stmt.body[-1], ast.Return)
+                    and (stmt.end_lineno or stmt.lineno) - stmt.lineno <= PREDICATE_LINES and self.may(stmt)):
+                continue
+            tests = [n.test if isinstance(n, ast.If) else n.value for n in ast.walk(stmt)
+                     if isinstance(n, ast.If) or isinstance(n, ast.Return) and n.value is not None]
+            found = [t for t in tests if self.signs(t)]
+            if found:
+                self.predicates[stmt.name] = found
+        self.words += tuple(name.encode() for name in self.predicates)
+
+    def may(self, node: ast.AST) -> bool:
+        """Can ``node`` hold a device test? (its lines spell "cuda" or a predicate's name)"""
+        end = getattr(node, "end_lineno", None) or node.lineno
+        return any(word in line for line in self.lines[node.lineno - 1:end] for word in self.words)
 
     # ---- device tests
 
@@ -118,11 +135,11 @@ class Sites:
     def find(self) -> list[Kept]:
         self._block(self.tree.body, None, self.tree.body)
         spelled: dict[int, list[Reason]] = {}
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.JoinedStr):
                 spelled.update(self._spelled(node))
             elif isinstance(node, ast.IfExp):
-                signs = self.signs(node.test)
+                signs = self.signs(node.test) if self.may(node.test) else set()
                 if signs:
                     self._keep(node.test, "branch", [node.test, *self._chosen(node, signs)], None,
                                spelled.get(id(node), []))
@@ -136,7 +153,7 @@ class Sites:
             choice = part.value if isinstance(part, ast.FormattedValue) else None
             if not isinstance(choice, ast.IfExp):
                 continue
-            signs = self.signs(choice.test)
+            signs = self.signs(choice.test) if self.may(choice.test) else set()
             if not signs:
                 continue
             head = "".join(v.value for v in text.values[:i] if isinstance(v, ast.Constant))
@@ -154,13 +171,13 @@ class Sites:
         for i, stmt in enumerate(body):
             rest = body[i + 1:]
             if isinstance(stmt, (ast.If, ast.While)):
-                signs = self.signs(stmt.test)
+                signs = self.signs(stmt.test) if self.may(stmt.test) else set()
                 if signs:
                     raises = -1 in signs and isinstance(stmt.body[-1], ast.Raise)
                     self._keep(stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)],
                                klass)
             elif isinstance(stmt, ast.Assert):
-                if 1 in self.signs(stmt.test):
+                if self.may(stmt.test) and 1 in self.signs(stmt.test):
                     self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
             elif isinstance(stmt, ast.Assign):
                 self._assignment(stmt, klass, scope)
@@ -181,30 +198,31 @@ class Sites:
     def _skips(self, node: ast.AST, body: list[ast.stmt], klass: str | None) -> None:
         for decorator in getattr(node, "decorator_list", []):
             cond = _skip_condition(decorator)
-            if cond is not None and self.signs(cond):
+            if cond is not None and self.may(cond) and self.signs(cond):
                 self._keep(cond, "skip", [cond, *body], klass)
 
     def _assignment(self, stmt: ast.Assign, klass: str | None, scope: list[ast.stmt]) -> None:
         if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
             for mark in (stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]):
                 cond = _skip_condition(mark)
-                if cond is not None and self.signs(cond):
+                if cond is not None and self.may(cond) and self.signs(cond):
                     self._keep(cond, "skip", [cond, *self.tree.body], None)
             return
         if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)) or isinstance(stmt.value, ast.IfExp):
             return
-        if self.signs(stmt.value) != {1}:
+        if not self.may(stmt.value) or self.signs(stmt.value) != {1}:
             return
         flag = stmt.targets[0].id
         flags = frozenset({flag})
         region: list[ast.AST] = [stmt.value]
-        for block in scope:
-            for node in ast.walk(block):
-                test = getattr(node, "test", None)
-                if not isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) or test is None:
-                    continue
-                if not any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
-                    continue
+        first, last = scope[0].lineno, scope[-1].end_lineno or scope[-1].lineno
+        word = flag.encode()
+        for node in self.tests:  # the tests of the scope that read the flag
+            test = node.test
+            if not (first <= node.lineno <= last) or not any(word in line for line in self.lines[
+                    test.lineno - 1:test.end_lineno or test.lineno]):
+                continue
+            if any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
                 region += [test, *self._chosen(node, self.signs(test, 1, flags))]
         self._keep(stmt.value, "flag", region, klass, flag=flag)
 
@@ -255,10 +273,6 @@ def _boolean(node: ast.AST) -> bool | None:
 
 def _constant(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant)
-
-
-def _returns_value(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node))
 
 
 def _skip_condition(decorator: ast.AST) -> ast.AST | None:
