@@ -108,7 +108,8 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
             names.update(import_bindings(node))
     found, numbers = probes(tree, names, nodes, parents)
     reach = Reach(tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source)
-    kept = Sites(tree, names, reach, nodes, source.split(b"\n")).find()
+    sites = Sites(tree, names, reach, nodes, source.split(b"\n"))
+    kept = sites.find()
     if not kept and not found:
         return None
     lines = source_lines(source)
@@ -142,17 +143,17 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         routes = list(dict.fromkeys(r.route for r in site.reasons if r.route))
         if tools:  # a CUDA-only tool is chosen: an NPU host must not install or run it
             add(site.node, CODES["tool_flag"], "warning", message + "; an NPU route: " + "; ".join(routes), "; ".join(
-                routes), "")
+                routes), sites.spelling(site.node))
             continue
         if any(r.kind in ("build", "extension", "triton", "library") for r in site.reasons):
             message += "; porting that kernel to the NPU is what would give NPU the fast path (then test for NPU here)"
-        add(site.node, CODES["guard"], level, message, "; ".join(routes) or NPU_ROUTE, "")
+        add(site.node, CODES["guard"], level, message, "; ".join(routes) or NPU_ROUTE, sites.spelling(site.node))
         for node in site.also:
             if id(node) in said:
                 continue
             said.add(id(node))
             add(node, CODES["guard"], "note", f"device test kept as a CUDA test: the test at line {site.node.lineno} "
-                "that calls this function chooses CUDA-only code by it", "", "")
+                "that calls this function chooses CUDA-only code by it", "", sites.spelling(node))
     for probe in found:
         if probe.keep is not None:
             keep(probe.keep)
@@ -178,7 +179,8 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
             if kept_names:
                 guards.replaces.update((node.lineno, qualified) for qualified in kept_names.values())
                 add(node, CODES["guard"], "note", f"import left as it is: {', '.join(sorted(kept_names))} is used in "
-                    "code kept as a CUDA test or query (so that an NPU run takes the other path)", "", "")
+                    "code kept as a CUDA test or query (so that an NPU run takes the other path)", "",
+                    ", ".join(sorted(kept_names.values())))
     return guards
 
 

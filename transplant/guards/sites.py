@@ -130,6 +130,22 @@ class Sites:
             return {s for child in ast.iter_child_nodes(node) for s in self.signs(child, sign, flags)}
         return set()
 
+    def spelling(self, test: ast.AST) -> str:
+        """How ``test`` tests for CUDA, as the API column of its finding (``torch.cuda.is_available``,
+        ``Tensor.is_cuda``, ``device == "cuda"``, ``str.startswith("cuda")``), or ``flag`` for a flag."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.Attribute) and node.attr == "is_cuda":
+                return "Tensor.is_cuda"
+            if isinstance(node, ast.Call):
+                qualified = qualify(node.func, self.names)
+                if qualified in CUDA_QUERIES:
+                    return qualified
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "startswith" and self.marker(node):
+                    return 'str.startswith("cuda")'
+            if isinstance(node, ast.Compare) and any(_cuda_string(n) for n in (node.left, *node.comparators)):
+                return 'device == "cuda"'
+        return "device test"
+
     # ---- sites
 
     def find(self) -> list[Kept]:
