@@ -125,7 +125,7 @@ def _convert_python(path: str, data: bytes, rules: RuleSet, facts: ProjectFacts,
     if not prefilter or provided or rules.may_match(data):
         from .engine import StarNames, convert  # libcst is loaded only once a file needs parsing
 
-        conv = convert(data, rules, StarNames(provided, resolved))
+        conv = convert(data, rules, StarNames(provided, resolved), facts)
     else:
         conv = Conversion(None, [])
     if facts.may_match(data):  # cheap; sound by itself (test_surface), so applied with or without prefilter

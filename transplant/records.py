@@ -22,6 +22,10 @@ CODES = {
     "cuda_build": "TP205",
     "library": "TP206",
     "project_file": "TP207",
+    "guard": "TP240",  # a device test kept as CUDA: it chooses CUDA-only code (guards/)
+    "tool_flag": "TP241",  # a CUDA flag kept: it chooses a CUDA-only tool (onnxruntime's CUDA provider, ...)
+    "probe": "TP242",  # a CUDA capability probe (device properties' CUDA fields, torch.version.cuda/hip, GPU names)
+    "capability": "TP243",  # torch.cuda.get_device_capability() read as a number: kept as the CUDA query
     "dist_setup": "TP301",  # distributed mode: process-group set-up, its call, the imports it needs
     "dist_sampler": "TP302",  # DistributedSampler for a DataLoader
     "dist_epoch": "TP303",  # sampler.set_epoch(epoch) in an epoch loop

@@ -14,7 +14,9 @@ import dataclasses
 
 import libcst as cst
 
+from ..guards import Guards, analyse
 from ..nesting import nesting_error
+from ..project import NO_FACTS, ProjectFacts
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, SourceError, skips_file
 from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
@@ -67,13 +69,14 @@ class _Unfold(Exception):
     """The skeleton cannot settle this file: convert it whole."""
 
 
-def convert(source: bytes, rules: RuleSet, stars: StarNames = NO_STARS) -> Conversion:
+def convert(source: bytes, rules: RuleSet, stars: StarNames = NO_STARS, facts: ProjectFacts = NO_FACTS) -> Conversion:
     """Convert one Python source; ``stars`` are the names its star imports of project modules
-    provide (project/stars.py). Raises SourceError when it does not parse."""
+    provide (project/stars.py), ``facts`` the project's extension modules (for the device tests
+    that guard them, ../guards/). Raises SourceError when it does not parse."""
     if skips_file(source):
         return Conversion(None, [])
     code, footer = _split_footer(source)
-    result = _convert_source(code, rules, stars)
+    result = _convert_source(code, rules, stars, facts)
     if result.new is not None:
         result.new += footer
     return result
@@ -94,33 +97,35 @@ def _split_footer(source: bytes) -> tuple[bytes, bytes]:
     return b"".join(lines[:start]), b"".join(footer)
 
 
-def _convert_source(source: bytes, rules: RuleSet, stars: StarNames) -> Conversion:
+def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: ProjectFacts = NO_FACTS) -> Conversion:
     skip = skipped_lines(source)
+    guards = analyse(source, rules, facts)  # device tests that stay CUDA tests (None: none)
     result = None
     # names a star import provides are unknown to the skeleton's folding: such a file goes whole
     skel = skeleton(source, rules) if not stars.provided else None  # (CPython's parser never crashes)
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
-            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars)
+            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars, guards=guards)
         except (_Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
-        result = _convert(parse(source), rules, skip, None, source, stars=stars)
+        result = _convert(parse(source), rules, skip, None, source, stars=stars, guards=guards)
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
-    return result
+    return guards.apply(result, skip) if guards is not None else result
 
 
 def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton | None,
-             source: bytes | None = None, *, stars: StarNames = NO_STARS) -> Conversion:
+             source: bytes | None = None, *, stars: StarNames = NO_STARS, guards: Guards | None = None) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
-    ``source`` itself. Records on lines with a skip comment are dropped with what they change."""
+    ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
+    so are the changes inside what ``guards`` keeps."""
     excluded: set[int] = set()
-    for _attempt in range(3):
+    for _attempt in range(4):
         result, hit = _convert_once(module, rules, excluded, skip, skel, skel.text if skel is not None else source,
-                                    stars=stars)
+                                    stars=stars, guards=guards)
         if not hit:
             break
         excluded |= hit
@@ -129,7 +134,7 @@ def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton 
 
 def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int],
                   skel: Skeleton | None = None, source: bytes | None = None, *,
-                  stars: StarNames = NO_STARS) -> tuple[Conversion, set[int]]:
+                  stars: StarNames = NO_STARS, guards: Guards | None = None) -> tuple[Conversion, set[int]]:
     """One conversion of ``module``, whose source is ``source`` (when known)."""
     bindings = analyse_imports(module, rules)
     assumed_at = apply_stars(bindings, stars)  # the star import a free ``torch`` is taken from, if any
@@ -178,6 +183,12 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     if skel is not None:
         positions = {key: skel.position(pos) for key, pos in positions.items()}
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
+    if guards is not None:
+        hit |= {id(p.anchor) for p in pending if p.level == "fix" and id(p.anchor) in positions
+                and guards.keeps(positions[id(p.anchor)])}
+        # an import whose rewrite would change a name a kept test uses (from torch.cuda import is_available)
+        hit |= {id(node) for node in bindings.import_nodes if id(node) in bindings.plans
+                and guards.names.intersection(bindings.plans[id(node)].names)}
     if hit:
         return Conversion(None, []), hit
 

@@ -46,6 +46,14 @@ RULE_INFO: dict[str, tuple[str, str, str]] = {
     CODES["project_file"]: ("project-file",
                             "CUDA setting in a project file (dependency, configuration, Dockerfile, shell command)",
                             "warning"),
+    CODES["guard"]: ("cuda-guard-kept", "Device test kept as CUDA: it chooses CUDA-only code (a kernel, a build, "
+                     "a CUDA-only library)", "note"),
+    CODES["tool_flag"]: ("cuda-tool-flag", "CUDA flag kept: it chooses a CUDA-only tool (onnxruntime's CUDA provider, "
+                         "TensorRT, a GPU package)", "warning"),
+    CODES["probe"]: ("capability-probe", "CUDA capability probe (device properties' CUDA fields, torch.version.cuda, "
+                     "GPU model names)", "warning"),
+    CODES["capability"]: ("capability-number", "CUDA compute capability read as a number: the CUDA query is kept",
+                          "warning"),
     CODES["dist_setup"]: ("distributed-setup",
                           "Distributed mode: process-group set-up, its call and the imports it needs", "warning"),
     CODES["dist_sampler"]: ("distributed-sampler", "Distributed mode: DistributedSampler for a DataLoader",

@@ -1,0 +1,240 @@
+"""What CUDA-only code a piece of a file reaches: its own nodes, and the functions and classes of
+the same file it names (followed transitively, each once).
+
+CUDA-only code is a runtime CUDA build (a call that names ``.cu`` sources, passes
+``cuda_sources``/``extra_cuda_cflags``, or ``cpp_extension.load``/``load_inline`` with CUDA), an
+object such a build returns, a compiled extension or ``torch.ops`` namespace of the project that
+needs CUDA (project facts), a Triton kernel (a function decorated by ``triton.*``, ``import
+triton``), a CUDA-only library of the rules (``LibraryRule``: flash_attn, xformers, ...), a CUDA-only
+tool (onnxruntime's CUDA/TensorRT providers, TensorRT, GPU builds of other frameworks), and a CUDA
+capability read as a number (probes.py). Each is a :class:`Reason` that says what and where.
+Works on a CPython ``ast`` tree; decides nothing about rewriting.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from ..project import ProjectFacts
+from ..project.builds import CUDA_SOURCE, NPU_ROUTE, find_builds
+from ..project.pynames import dotted, import_bindings, qualify
+from ..rules import RuleSet
+
+TRITON_ROUTE = ("triton-ascend (PyPI triton-ascend, Ascend's Triton backend for Atlas A2/A3) runs Triton kernels "
+                "on the NPU; grid and block sizes often need adapting")
+ORT_ROUTE = ("onnxruntime's CANNExecutionProvider (an onnxruntime build with the CANN execution provider) runs "
+             "ONNX models on Ascend NPUs")
+TENSORRT_ROUTE = "TensorRT has no NPU build; Ascend's ATC tool converts ONNX models to offline .om models"
+GPU_BUILD_ROUTE = "install the framework's CPU build on an NPU host (its GPU build needs CUDA)"
+CAPABILITY_ROUTE = "test the feature itself (torch_npu.npu.is_bf16_supported()) rather than a CUDA compute capability"
+# onnxruntime providers that need CUDA, and package names of GPU builds of other frameworks
+CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+GPU_PACKAGE = re.compile(r"(?<![\w-])(onnxruntime-gpu|onnxruntime_gpu|tensorflow-gpu|tensorflow\[and-cuda\]|faiss-gpu"
+                         r"|paddlepaddle-gpu|jax\[cuda\w*\]|mxnet-cu\d+|cupy-cuda\w*)(?![\w-])")
+TENSORFLOW = re.compile(r"^tensorflow(?:\s*[<>=!~].*)?$")
+CUDA_BUILD_KEYWORDS = frozenset({"cuda_sources", "extra_cuda_cflags"})
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One piece of CUDA-only code: its kind, what it is, its line in the file (or where the project
+    defines it), and the route to NPU."""
+
+    kind: str  # build | extension | triton | library | tool | capability
+    what: str
+    where: str  # "line 12", "setup.py:30"
+    route: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.what} ({self.where})"
+
+
+class Reach:
+    """The CUDA-only code of one file, and what a list of nodes reaches of it."""
+
+    def __init__(self, tree: ast.Module, names: dict[str, str], rules: RuleSet, facts: ProjectFacts,
+                 capability_uses: dict[int, Reason], nodes: list[ast.AST], *, builds: bool = True) -> None:
+        self.names = names
+        self.rules = rules
+        self.facts = facts
+        self.capability = capability_uses  # id(node) of a capability query read as a number -> Reason
+        self.defs: dict[str, ast.AST] = {}  # module-level functions and classes
+        self.methods: dict[str, dict[str, ast.AST]] = {}  # class -> method name -> def
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.defs[stmt.name] = stmt
+            if isinstance(stmt, ast.ClassDef):
+                self.methods[stmt.name] = {s.name: s for s in stmt.body
+                                           if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.triton: dict[str, int] = {}  # Triton kernels defined here -> line
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    self._is_triton(qualify(_decorator_callee(d), names)) for d in node.decorator_list):
+                self.triton[node.name] = node.lineno
+        # (cpp_extension's builders need that word in the source)
+        self.builds = {(b.line, b.col_offset): b for b in find_builds(tree, names) if b.cuda} if builds else {}
+        self.built: dict[str, Reason] = {}  # names bound to what a CUDA build returns
+        for node in nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                found = self._build(node.value)
+                if found is not None:
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            self.built[target.id] = Reason("extension", f"the extension {target.id} built by "
+                                                           f"{found.what}", found.where, NPU_ROUTE)
+        self._memo: dict[int, tuple[Reason, ...]] = {}
+        self._busy: set[int] = set()
+
+    # ---- what a region reaches
+
+    def reasons(self, nodes: list[ast.AST], klass: str | None = None) -> list[Reason]:
+        """The CUDA-only code ``nodes`` reach (in order, without repeats); ``klass`` is the class
+        whose methods ``self.name(...)`` calls reach."""
+        out: list[Reason] = []
+        seen: set[str] = set()
+        for node in nodes:
+            for reason in self._walk(node, klass):
+                key = reason.what
+                if reason.kind == "triton" and not reason.what.startswith("the"):
+                    key = "triton"
+                elif reason.kind == "capability":
+                    key = f"capability {reason.where}"  # each query, so that each is known to be guarded
+                elif reason.kind == "library":
+                    key = reason.what.rsplit("(", 1)[-1]  # one row per library
+                if key not in seen and (reason.where not in seen or reason.kind == "capability"):  # each thing once
+                    seen.update((key, reason.where))
+                    out.append(reason)
+        if any(r.what.startswith("the Triton kernel") for r in out):  # the kernel says it better
+            out = [r for r in out if r.kind != "triton" or r.what.startswith("the Triton kernel")]
+        return out
+
+    def _walk(self, root: ast.AST, klass: str | None):
+        for node in ast.walk(root):
+            reason = self._marker(node)
+            if reason is not None:
+                yield reason
+            target = self._callee_def(node, klass)
+            if target is not None:
+                yield from self._of_def(target)
+
+    def _of_def(self, node: ast.AST) -> tuple[Reason, ...]:
+        key = id(node)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._busy:  # recursion: what it reaches is being gathered further up
+            return ()
+        self._busy.add(key)
+        klass = node.name if isinstance(node, ast.ClassDef) else None
+        found = tuple(self.reasons(node.body, klass))
+        self._busy.discard(key)
+        self._memo[key] = found
+        return found
+
+    def _callee_def(self, node: ast.AST, klass: str | None) -> ast.AST | None:
+        """A function or class of this file that ``node`` names (``f``, ``Cls.apply``, ``self.meth``)."""
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in self.names:
+            return self.defs.get(node.id) if node.id not in self.triton else None  # a kernel is one reason
+        if (isinstance(node, ast.Attribute) and klass is not None and isinstance(node.value, ast.Name)
+                and node.value.id in ("self", "cls", klass)):
+            return self.methods.get(klass, {}).get(node.attr)
+        return None
+
+    # ---- the CUDA-only code one node is
+
+    def _marker(self, node: ast.AST) -> Reason | None:
+        where = f"line {getattr(node, 'lineno', 0)}"
+        if id(node) in self.capability:
+            return self.capability[id(node)]
+        if isinstance(node, ast.Call):
+            return self._build(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for qualified in import_bindings(node).values():
+                found = self._qualified(qualified, where)
+                if found is not None:
+                    return found
+            return None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return tool_string(node.value, where)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in self.built:
+                return self.built[node.id]
+            if node.id in self.triton and node.id not in self.names:
+                return Reason("triton", f"the Triton kernel {node.id}", f"line {self.triton[node.id]}", TRITON_ROUTE)
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+            qualified = qualify(node, self.names)
+            if qualified is not None and (isinstance(node, ast.Name) or dotted(node) is not None):
+                return self._qualified(qualified, where)
+        return None
+
+    def _qualified(self, qualified: str, where: str) -> Reason | None:
+        if self._is_triton(qualified):
+            return Reason("triton", f"Triton ({qualified})", where, TRITON_ROUTE)
+        if qualified == "tensorrt" or qualified.startswith("tensorrt."):
+            return Reason("tool", "TensorRT", where, TENSORRT_ROUTE)
+        rule = self.rules.library_of(qualified)
+        if rule is not None:
+            return Reason("library", f"{qualified}, a CUDA-only library ({rule['module']})", where,
+                          rule.get("suggestion", ""))
+        parts = qualified.lstrip(".").split(".")
+        if qualified.startswith("torch.ops.") and len(parts) > 2:
+            space = self.facts.namespace(parts[2])
+            if space is not None and space.cuda:
+                return Reason("extension", f"the custom CUDA operators torch.ops.{parts[2]}", space.where, NPU_ROUTE)
+            return None
+        for i in range(len(parts), 0, -1):
+            head = ".".join(parts[:i])
+            module = self.facts.module(head)
+            if module is None and qualified.startswith("."):
+                module = next((m for m in self.facts.modules if m.name.endswith("." + head)), None)
+            if module is not None:
+                if not module.cuda:
+                    return None
+                return Reason("extension", f"the CUDA extension {module.name}", module.where, NPU_ROUTE)
+        return None
+
+    def _is_triton(self, qualified: str | None) -> bool:
+        return qualified is not None and (qualified == "triton" or qualified.startswith("triton."))
+
+    def _build(self, call: ast.Call) -> Reason | None:
+        """A call that builds CUDA code at run time: ``load``/``load_inline`` with CUDA, or any call
+        that names ``.cu`` sources or passes nvcc flags / CUDA sources (a project's own build helper)."""
+        where = f"line {call.lineno}"
+        build = self.builds.get((call.lineno, call.col_offset))
+        if build is not None:
+            name = f" '{build.name}'" if build.name else ""
+            return Reason("build", f"the runtime CUDA build {build.kind}{name}", where, NPU_ROUTE)
+        for kw in call.keywords:
+            if kw.arg in CUDA_BUILD_KEYWORDS:
+                return Reason("build", f"a runtime CUDA build ({kw.arg}=)", where, NPU_ROUTE)
+        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+            for node in ast.walk(arg):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                        and node.value.lower().endswith(CUDA_SOURCE)):
+                    callee = ".".join(dotted(call.func) or ["a call"])
+                    return Reason("build", f"a runtime CUDA build ({callee} of {node.value})", where, NPU_ROUTE)
+        return None
+
+
+def _decorator_callee(node: ast.expr) -> ast.expr:
+    """``triton.jit`` of ``@triton.jit`` and of ``@triton.autotune(...)``."""
+    return node.func if isinstance(node, ast.Call) else node
+
+
+def tool_string(text: str, where: str) -> Reason | None:
+    """The CUDA-only tool a string names: an onnxruntime CUDA provider or a GPU package."""
+    if text in CUDA_PROVIDERS:
+        route = TENSORRT_ROUTE if text.startswith("Tensorrt") else ORT_ROUTE
+        return Reason("tool", f"onnxruntime's {text}", where, route)
+    if TENSORFLOW.match(text):  # pip's tensorflow is the GPU build on Linux; tensorflow-cpu is not
+        return Reason("tool", "the GPU build of TensorFlow (tensorflow, not tensorflow-cpu)", where, GPU_BUILD_ROUTE)
+    match = GPU_PACKAGE.search(text)
+    if match is not None:
+        route = ORT_ROUTE if match.group(1).startswith("onnxruntime") else GPU_BUILD_ROUTE
+        return Reason("tool", f"the GPU package {match.group(1)}", where, route)
+    return None
+
+
+__all__ = ["CAPABILITY_ROUTE", "ORT_ROUTE", "Reach", "Reason", "TRITON_ROUTE", "tool_string"]

@@ -1,0 +1,301 @@
+"""Device tests and the code they choose: which tests guard CUDA-only code.
+
+A device test is an expression with a CUDA marker in it: ``<any>.is_cuda``, a comparison with
+``"cuda"``/``"cuda:N"``, ``<any>.startswith("cuda")``, or ``torch.cuda.is_available()`` /
+``device_count()`` / ``is_initialized()``; ``not``, ``!=`` and ``not in`` turn it around. A *site* is
+where such a test chooses code:
+
+* ``if``/``elif``/``while`` tests: the CUDA branch is the body (or, turned around, the ``else`` and,
+  when the body leaves the block with return/raise/continue/break, the statements after it);
+* conditional expressions (``a if x.is_cuda else b``);
+* ``assert x.is_cuda`` and ``if x.device.type != "cuda": raise ...``: the rest of the block;
+* ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)`` (and ``unittest.skipIf``/``skipUnless``)
+  on a test function or class: its body; ``pytestmark = pytest.mark.skipif(...)``: the module;
+* a flag, ``cuda = torch.cuda.is_available()``: the code its tests choose in the same scope;
+* a predicate function (``def use_fused(x): return x.is_cuda and ...``) called in such a test: its
+  own device tests go with the test that calls it.
+
+The test itself belongs to what it chooses (``x.is_cuda and _init()``). Each site whose chosen code
+reaches CUDA-only code (reach.py) is a :class:`Kept` test.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from ..project.pynames import qualify
+from .reach import Reach, Reason, tool_string
+
+CUDA_STRING = re.compile(r"^cuda(?::\d+)?$")
+DEVICE_WORD = re.compile(r"(?i)dev|^type$|accelerator|backend")
+CUDA_QUERIES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"})
+SKIPS = {"skipif": False, "skipIf": False, "skipUnless": True}  # decorator -> its condition says "run"
+LEAVES = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+PREDICATE_LINES = 40  # a predicate is a short function that ends by returning its answer
+
+
+@dataclass
+class Kept:
+    """A device test kept as CUDA, the kind of site it is, and the CUDA-only code it chooses."""
+
+    node: ast.AST  # what stays as it is (a test, a flag's value, a predicate's test)
+    kind: str  # branch | assert | raise | skip | flag | predicate
+    reasons: list[Reason]
+    flag: str = ""
+    also: list[ast.AST] = field(default_factory=list)  # predicates' tests that go with it
+
+
+class Sites:
+    def __init__(self, tree: ast.Module, names: dict[str, str], reach: Reach, nodes: list[ast.AST],
+                 lines: list[bytes]) -> None:
+        self.lines = lines  # the source's lines: a test is read only where a line of it says "cuda"
+        # "cuda", and the names imports bind to torch.cuda (import torch.cuda as tc; from torch.cuda import ...)
+        self.words: tuple[bytes, ...] = (b"cuda", *(local.encode() for local, qualified in names.items()
+                                                   if qualified.startswith("torch.cuda") and "cuda" not in local))
+        self.tree = tree
+        self.names = names
+        self.reach = reach
+        self.kept: list[Kept] = []
+        self.after: dict[int, list[ast.stmt]] = {}  # an if whose body leaves its block -> the statements after it
+        self.nodes = nodes
+        self.tests = [n for n in nodes if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert))]
+        for node in nodes:
+            if not isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case, ast.Module)):
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    for i, stmt in enumerate(block):
+                        if isinstance(stmt, ast.If) and isinstance(stmt.body[-1], LEAVES):
+                            self.after[id(stmt)] = block[i + 1:]
+        self.predicates: dict[str, list[ast.AST]] = {}  # module-level function -> its device tests
+        for stmt in tree.body:
+            if not (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(stmt.body[-1], ast.Return)
+                    and (stmt.end_lineno or stmt.lineno) - stmt.lineno <= PREDICATE_LINES and self.may(stmt)):
+                continue
+            tests = [n.test if isinstance(n, ast.If) else n.value for n in ast.walk(stmt)
+                     if isinstance(n, ast.If) or isinstance(n, ast.Return) and n.value is not None]
+            found = [t for t in tests if self.signs(t)]
+            if found:
+                self.predicates[stmt.name] = found
+        self.words += tuple(name.encode() for name in self.predicates)
+
+    def may(self, node: ast.AST) -> bool:
+        """Can ``node`` hold a device test? (its lines spell "cuda" or a predicate's name)"""
+        end = getattr(node, "end_lineno", None) or node.lineno
+        return any(word in line for line in self.lines[node.lineno - 1:end] for word in self.words)
+
+    # ---- device tests
+
+    def marker(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr == "is_cuda"
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "startswith" and node.args:
+                return any(_cuda_string(n) for n in ast.walk(node.args[0]))
+            return qualify(func, self.names) in CUDA_QUERIES
+        return False
+
+    def signs(self, node: ast.AST, sign: int = 1, flags: frozenset[str] = frozenset()) -> set[int]:
+        """The directions of the CUDA markers in a test: 1 where true means CUDA, -1 where it means
+        not CUDA. A name in ``flags`` is a marker too, and so is a call of a predicate function."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.signs(node.operand, -sign, flags)
+        if isinstance(node, ast.BoolOp):
+            return {s for v in node.values for s in self.signs(v, sign, flags)}
+        if isinstance(node, ast.Compare):
+            out: set[int] = set()
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands, operands[1:]):
+                negated = isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot))
+                if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and (
+                        _cuda_string(left) and _device_like(right) or _cuda_string(right) and _device_like(left)):
+                    out.add(-sign if negated else sign)
+                elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) and _boolean(right) is not None:
+                    flip = negated == _boolean(right)  # "is False", "is not True", "== False"
+                    out |= self.signs(left, -sign if flip else sign, flags)
+                else:
+                    for side in (left, right):
+                        out |= self.signs(side, sign, flags) if not _constant(side) else set()
+            return out
+        if self.marker(node) or (isinstance(node, ast.Name) and node.id in flags):
+            return {sign}
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.predicates
+                and node.func.id not in self.names):
+            return {sign}
+        if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.NamedExpr)):
+            return {s for child in ast.iter_child_nodes(node) for s in self.signs(child, sign, flags)}
+        return set()
+
+    def spelling(self, test: ast.AST) -> str:
+        """How ``test`` tests for CUDA, as the API column of its finding (``torch.cuda.is_available``,
+        ``Tensor.is_cuda``, ``device == "cuda"``, ``str.startswith("cuda")``), or ``flag`` for a flag."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.Attribute) and node.attr == "is_cuda":
+                return "Tensor.is_cuda"
+            if isinstance(node, ast.Call):
+                qualified = qualify(node.func, self.names)
+                if qualified in CUDA_QUERIES:
+                    return qualified
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "startswith" and self.marker(node):
+                    return 'str.startswith("cuda")'
+            if isinstance(node, ast.Compare) and any(_cuda_string(n) for n in (node.left, *node.comparators)):
+                return 'device == "cuda"'
+        return "device test"
+
+    # ---- sites
+
+    def find(self) -> list[Kept]:
+        self._block(self.tree.body, None, self.tree.body)
+        spelled: dict[int, list[Reason]] = {}
+        for node in self.nodes:
+            if isinstance(node, ast.JoinedStr):
+                spelled.update(self._spelled(node))
+            elif isinstance(node, ast.IfExp):
+                signs = self.signs(node.test) if self.may(node.test) else set()
+                if signs:
+                    self._keep(node.test, "branch", [node.test, *self._chosen(node, signs)], None,
+                               spelled.get(id(node), []))
+        return self.kept
+
+    def _spelled(self, text: ast.JoinedStr) -> dict[int, list[Reason]]:
+        """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"``: the package a conditional
+        expression spells together with the f-string around it (id of the expression -> reasons)."""
+        out: dict[int, list[Reason]] = {}
+        for i, part in enumerate(text.values):
+            choice = part.value if isinstance(part, ast.FormattedValue) else None
+            if not isinstance(choice, ast.IfExp):
+                continue
+            signs = self.signs(choice.test) if self.may(choice.test) else set()
+            if not signs:
+                continue
+            head = "".join(v.value for v in text.values[:i] if isinstance(v, ast.Constant))
+            tail = "".join(v.value for v in text.values[i + 1:] if isinstance(v, ast.Constant))
+            chosen = [choice.body] if 1 in signs else []
+            chosen += [choice.orelse] if -1 in signs else []
+            for option in chosen:
+                if isinstance(option, ast.Constant) and isinstance(option.value, str):
+                    found = tool_string(head + option.value + tail, f"line {text.lineno}")
+                    if found is not None:
+                        out.setdefault(id(choice), []).append(found)
+        return out
+
+    def _block(self, body: list[ast.stmt], klass: str | None, scope: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(body):
+            rest = body[i + 1:]
+            if isinstance(stmt, (ast.If, ast.While)):
+                signs = self.signs(stmt.test) if self.may(stmt.test) else set()
+                if signs:
+                    raises = -1 in signs and isinstance(stmt.body[-1], ast.Raise)
+                    self._keep(stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)],
+                               klass)
+            elif isinstance(stmt, ast.Assert):
+                if self.may(stmt.test) and 1 in self.signs(stmt.test):
+                    self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
+            elif isinstance(stmt, ast.Assign):
+                self._assignment(stmt, klass, scope)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = stmt.name if isinstance(stmt, ast.ClassDef) else klass
+                self._skips(stmt, stmt.body, inner)
+                self._block(stmt.body, inner, stmt.body if not isinstance(stmt, ast.ClassDef) else scope)
+                continue
+            for name in ("body", "orelse", "finalbody"):
+                child = getattr(stmt, name, None)
+                if isinstance(child, list) and child and isinstance(child[0], ast.stmt):
+                    self._block(child, klass, scope)
+            for handler in getattr(stmt, "handlers", []):
+                self._block(handler.body, klass, scope)
+            for case in getattr(stmt, "cases", []):
+                self._block(case.body, klass, scope)
+
+    def _skips(self, node: ast.AST, body: list[ast.stmt], klass: str | None) -> None:
+        for decorator in getattr(node, "decorator_list", []):
+            cond = _skip_condition(decorator)
+            if cond is not None and self.may(cond) and self.signs(cond):
+                self._keep(cond, "skip", [cond, *body], klass)
+
+    def _assignment(self, stmt: ast.Assign, klass: str | None, scope: list[ast.stmt]) -> None:
+        if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
+            for mark in (stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]):
+                cond = _skip_condition(mark)
+                if cond is not None and self.may(cond) and self.signs(cond):
+                    self._keep(cond, "skip", [cond, *self.tree.body], None)
+            return
+        if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)) or isinstance(stmt.value, ast.IfExp):
+            return
+        if not self.may(stmt.value) or self.signs(stmt.value) != {1}:
+            return
+        flag = stmt.targets[0].id
+        flags = frozenset({flag})
+        region: list[ast.AST] = [stmt.value]
+        first, last = scope[0].lineno, scope[-1].end_lineno or scope[-1].lineno
+        word = flag.encode()
+        for node in self.tests:  # the tests of the scope that read the flag
+            test = node.test
+            if not (first <= node.lineno <= last) or not any(word in line for line in self.lines[
+                    test.lineno - 1:test.end_lineno or test.lineno]):
+                continue
+            if any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
+                region += [test, *self._chosen(node, self.signs(test, 1, flags))]
+        self._keep(stmt.value, "flag", region, klass, flag=flag)
+
+    def _chosen(self, node: ast.AST, signs: set[int]) -> list[ast.AST]:
+        """What a test of ``node`` chooses when it finds CUDA (1 in ``signs``) or not CUDA (-1): the
+        body, or the else branch and, when the body leaves the block, the statements after it."""
+        if isinstance(node, ast.Assert):
+            return []
+        if isinstance(node, ast.IfExp):
+            return [*([node.body] if 1 in signs else []), *([node.orelse] if -1 in signs else [])]
+        chosen: list[ast.AST] = list(node.body) if 1 in signs else []
+        if -1 in signs:
+            chosen += [*node.orelse, *self.after.get(id(node), [])]
+        return chosen
+
+    def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None,
+              extra: list[Reason] | None = None, flag: str = "") -> None:
+        reasons = [*(extra or []), *self.reach.reasons(region, klass)]
+        if kind in ("assert", "raise"):
+            # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
+            # a capability probe after it fails by itself (probes.py reports it)
+            reasons = [r for r in reasons if r.kind != "capability"]
+        if not reasons:
+            return
+        also = [t for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                and n.func.id not in self.names for t in self.predicates.get(n.func.id, [])]
+        self.kept.append(Kept(node, kind, reasons, flag, also))
+
+
+def _cuda_string(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return CUDA_STRING.match(node.value) is not None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_cuda_string(e) for e in node.elts)
+    return False
+
+
+def _device_like(node: ast.AST) -> bool:
+    """Does an operand compared with "cuda" name a device (``device``, ``args.dev``, ``x.device.type``,
+    ``str(x.device)``)? ``impl in ["ref", "cuda"]`` chooses an implementation, not a device."""
+    return any(isinstance(n, ast.Name) and DEVICE_WORD.search(n.id) or isinstance(n, ast.Attribute)
+               and DEVICE_WORD.search(n.attr) for n in ast.walk(node))
+
+
+def _boolean(node: ast.AST) -> bool | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, bool) else None
+
+
+def _constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant)
+
+
+def _skip_condition(decorator: ast.AST) -> ast.AST | None:
+    """The condition of ``pytest.mark.skipif(cond, ...)`` / ``unittest.skipIf(cond, ...)`` (for
+    ``skipUnless`` it says when to run, which the signs read the same way)."""
+    if not (isinstance(decorator, ast.Call) and decorator.args):
+        return None
+    func = decorator.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return decorator.args[0] if name in SKIPS else None
