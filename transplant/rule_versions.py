@@ -13,6 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 
+KEPT = "kept_rename"  # marks the findings made by kept_rename
+
+
 def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
@@ -45,4 +48,7 @@ def kept_rename(kind: str, entry: dict[str, Any], version: str) -> dict[str, Any
              "suggestion": f"with PyTorch {since} or later, choose --pytorch-version {since} or later to rename it"}
     if entry.get("source"):
         found["source"] = entry["source"]
+    found[KEPT] = True  # (made here, never read from a file) its imports are reported too
     return found
+
+

@@ -48,6 +48,7 @@ class State(cst.CSTTransformer):
         self.touched: set[str] = set()  # import-bound names with a reference rewritten away
         self.needs_npu = False
         self.needs_imports: set[str] = set()
+        self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
         self.device_matches: set[int] = set()  # match statements whose subject is a device
@@ -80,6 +81,8 @@ class State(cst.CSTTransformer):
             needs_npu = kind != "env" and (rule is None or not rule.user or kind == "device" or "torch_npu" in new)
         if level == "fix" and needs_npu:
             self.needs_npu = True
+            if kind != "import":  # a rewritten import (from torch_npu... import x) binds what it needs
+                self.npu_uses.append(anchor)
         return True
 
     def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
