@@ -23,6 +23,7 @@ from .cst_util import first_line
 from .flow import flow_of
 from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
+from .npu_aware import kept_regions
 from .placement import earliest_index, module_binding
 from .positions import node_positions, positions_and_code
 from .state import Pending
@@ -141,7 +142,13 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
     whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
+    kept, quiet = kept_regions(module, whole if whole is not None else module.bytes)  # code that already handles NPU
+    for node in bindings.import_nodes:
+        if id(node) in kept and bindings.plans.get(id(node)) is not None:
+            for name in bindings.plans.pop(id(node)).names:
+                bindings.rewritten.pop(name, None)
     conv = Converter(module, rules, bindings, excluded, flow_of(whole if whole is not None else module.bytes))
+    conv.kept, conv.kept_quiet = kept, quiet
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:
         new_module = module.visit(conv)
