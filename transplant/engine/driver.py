@@ -23,7 +23,8 @@ from .cst_util import first_line
 from .flow import flow_of
 from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
-from .npu_aware import kept_regions
+from .device_sets import device_families
+from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
 from .placement import earliest_index, module_binding
 from .positions import node_positions, positions_and_code
 from .state import Pending
@@ -100,7 +101,9 @@ def _convert_source(source: bytes, rules: RuleSet, stars: StarNames) -> Conversi
     skip = skipped_lines(source)
     result = None
     # names a star import provides are unknown to the skeleton's folding: such a file goes whole
-    skel = skeleton(source, rules) if not stars.provided else None  # (CPython's parser never crashes)
+    # and a file that names NPU goes whole: what already handles NPU (npu_aware.py, device_sets.py)
+    # often holds no CUDA word, and the skeleton would fold it out of sight
+    skel = skeleton(source, rules) if not stars.provided and not NPU_STRING_BYTES.search(source) else None
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
@@ -148,7 +151,10 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             for name in bindings.plans.pop(id(node)).names:
                 bindings.rewritten.pop(name, None)
     conv = Converter(module, rules, bindings, excluded, flow_of(whole if whole is not None else module.bytes))
-    conv.kept, conv.kept_quiet = kept, quiet
+    convert_strings, keep_strings = device_families(module, whole if whole is not None else module.bytes)
+    for node_id in keep_strings:
+        kept.setdefault(node_id, COLLECTION)
+    conv.kept, conv.kept_quiet, conv.force_devices = kept, quiet | keep_strings, convert_strings
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:
         new_module = module.visit(conv)

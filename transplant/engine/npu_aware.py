@@ -32,6 +32,8 @@ from .literals import DEVICE_STR, is_device_template
 
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
+# an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
+NPU_STRING_BYTES = re.compile(rb"""['"]npu[:'"]""")
 # a test for NPU in statements the skeleton folded away (they hold no CUDA word, so they are read
 # as bytes): a comparison with an "npu" string, an NPU availability test
 NPU_TEST_BYTES = re.compile(rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]npu(?::\d*)?['"]\s*(?:==|!=)"""

@@ -50,6 +50,7 @@ class State(cst.CSTTransformer):
         self.needs_imports: set[str] = set()
         self.kept: dict[int, str] = {}  # nodes of code that already handles NPU -> why (npu_aware.py)
         self.kept_quiet: set[int] = set()  # those of them in tests and collections
+        self.force_devices: set[int] = set()  # device strings of a collection converted whole (device_sets.py)
         self._kept_said: set[int] = set()
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one

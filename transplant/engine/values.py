@@ -142,6 +142,10 @@ class ValueHandlers(State):
         self.record(anchor, kind, f"{name}: {rule.get('message', 'has no effect on NPU')}", rule, api=name, level=level)
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        if id(original_node) in self.force_devices:  # "cuda:0" in a collection of devices converted whole
+            new = self._device_value(updated_node, original_node)
+            if new is not None:
+                return new
         value = string_value(original_node)
         rule = self.rules.env_rule(value) if value is not None and ENV_NAME.match(value) else None
         if rule is not None:
