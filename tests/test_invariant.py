@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from residue import ties
+from unbound import unbound
 from test_fixtures import options_of
 from transplant.engine import convert
 from transplant.reports.linemap import new_lines
@@ -96,3 +97,47 @@ def test_generated_command_calls_are_converted_once_and_never_silent(calls):
     quiet = {i + 5 for i, line in enumerate(lines) if line.startswith(("print(", "log."))}
     assert not [r for r in conv.records if r.line in quiet]
     assert all(new.splitlines()[n - 1] == source.splitlines()[n - 1] for n in quiet)
+
+
+# ---- issue 18, pattern 3: every name the conversion writes is bound where it runs (unbound.py)
+
+def unbound_after(source: bytes) -> dict[int, str]:
+    conv = convert(source, options_of(source))
+    return {} if conv.new is None else unbound(conv.new, source)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_no_written_name_is_unbound(path: Path):
+    source = path.read_bytes()
+    try:
+        compile(source, str(path), "exec")
+    except SyntaxError:
+        pytest.skip("not Python 3 source (a fixture of the fault suite)")
+    assert unbound_after(source) == {}
+
+
+def test_the_unbound_reader_sees_what_it_should():
+    # a reader that finds nothing proves nothing: it must see each kind of unbound use
+    assert unbound(b"import torch\ndef f():\n    import torch_npu\ndef g():\n    torch_npu.npu.synchronize()\n") == {
+        5: "torch_npu"}
+    assert unbound(b"torch_npu.npu.synchronize()\nimport torch_npu\n") == {1: "torch_npu"}
+    assert unbound(b"if c:\n    import torch_npu\ntorch_npu.npu.init()\n") == {3: "torch_npu"}
+    assert unbound(b"if c:\n    import torch_npu\n    torch_npu.npu.init()\n") == {}
+    assert unbound(b"try:\n    import torch_npu\nexcept ImportError:\n    pass\ndef f():\n    torch_npu.npu.init()\n") == {}
+
+
+SCOPED_IMPORTS = ["import torch_npu", "import torch", "from torch.cuda import amp", "import torch.cuda as tc"]
+SCOPED_USES = ["torch.cuda.synchronize()", "x = torch.zeros(1).cuda()", "tc.empty_cache()", "amp.GradScaler()",
+               "y = torch.tensor(1, device='cuda')", "z = torch.cuda.OutOfMemoryError"]
+WRAPPERS = ["{s}", "def f{i}():\n    {s}", "class C{i}:\n    def m(self):\n        {s}", "if flag:\n    {s}",
+            "try:\n    {s}\nexcept ImportError:\n    pass"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SCOPED_IMPORTS + SCOPED_USES), st.sampled_from(WRAPPERS)),
+                min_size=1, max_size=7))
+def test_generated_scopes_leave_no_written_name_unbound(parts):
+    body = "\n".join(w.format(s=s, i=i) for i, (s, w) in enumerate(parts))
+    source = ("import torch\nflag = True\n" + body + "\n").encode()
+    assume(unbound(source) == {})  # the program itself binds what it uses
+    assert unbound_after(source) == {}

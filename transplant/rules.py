@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .nesting import nesting_error
 from .resources import rules_dir
+from .rule_versions import holds, kept_rename
 
 if TYPE_CHECKING:  # loaded only to check a user's rule file: most runs have none
     import jsonschema
@@ -362,7 +363,13 @@ def load_ruleset(
             for i, entry in enumerate(entries):
                 if entry.get("option") and not options[entry["option"]]:
                     continue
-                _index(rs, Rule(kind, entry, f"{path.name}:{kind}[{i}]", user=user))
+                origin = f"{path.name}:{kind}[{i}]"
+                if not holds(entry, pytorch_version):
+                    kept = kept_rename(kind, entry, pytorch_version)
+                    if kept is not None:
+                        _index(rs, Rule("UnsupportedRule", kept, origin, user=user))
+                    continue
+                _index(rs, Rule(kind, entry, origin, user=user))
     _add_new_name_aliases(rs)
     rs.triggers, rs.calls, rs.requires = _triggers(rs)
     return rs

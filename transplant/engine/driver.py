@@ -25,6 +25,9 @@ from .cst_util import first_line
 from .flow import flow_of
 from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
+from .device_sets import device_families
+from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
+from .placement import earliest_index, module_binding
 from .positions import node_positions, positions_and_code
 from .state import Pending
 from .transformer import Converter
@@ -102,7 +105,9 @@ def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: Proj
     guards = analyse(source, rules, facts)  # device tests that stay CUDA tests (None: none)
     result = None
     # names a star import provides are unknown to the skeleton's folding: such a file goes whole
-    skel = skeleton(source, rules) if not stars.provided else None  # (CPython's parser never crashes)
+    # and a file that names NPU goes whole: what already handles NPU (npu_aware.py, device_sets.py)
+    # often holds no CUDA word, and the skeleton would fold it out of sight
+    skel = skeleton(source, rules) if not stars.provided and not NPU_STRING_BYTES.search(source) else None
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
@@ -145,7 +150,16 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
     whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
+    kept, quiet = kept_regions(module, whole if whole is not None else module.bytes)  # code that already handles NPU
+    for node in bindings.import_nodes:
+        if id(node) in kept and bindings.plans.get(id(node)) is not None:
+            for name in bindings.plans.pop(id(node)).names:
+                bindings.rewritten.pop(name, None)
     conv = Converter(module, rules, bindings, excluded, flow_of(whole if whole is not None else module.bytes))
+    convert_strings, keep_strings = device_families(module, whole if whole is not None else module.bytes)
+    for node_id in keep_strings:
+        kept.setdefault(node_id, COLLECTION)
+    conv.kept, conv.kept_quiet, conv.force_devices = kept, quiet | keep_strings, convert_strings
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:
         new_module = module.visit(conv)
@@ -174,12 +188,18 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     elif source is not None and not source.endswith(b"\r"):
         # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
         # is the source, and code generation can stop once the last record is placed
-        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor])
+        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor,
+                                            *module.body[:index]])
         original_bytes = source
     else:
         positions, original_code = positions_and_code(module, [*(p.anchor for p in pending), *bindings.import_nodes,
-                                                               *anchor])
+                                                               *anchor, *module.body[:index]])
         original_bytes = original_code.encode(module.encoding)
+    # new imports go before the first top-level statement that uses torch_npu, if that comes earlier
+    first_use = min((positions[id(a)][0] for a in conv.npu_uses if id(a) in positions), default=None)
+    earlier = earliest_index(module.body, index, first_use, positions)
+    if earlier != index:
+        index, anchor = earlier, insertion_anchor(module.body, earlier)
     if skel is not None:
         positions = {key: skel.position(pos) for key, pos in positions.items()}
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
@@ -202,14 +222,20 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         return Conversion(None, sorted(records, key=_order)), set()
 
     # imports are added before pruning, so an anchor statement that pruning removes is still there
-    to_import = [name for name in sorted(conv.needs_imports) if not imports_module(bindings, name)]
-    if conv.needs_npu and not imports_module(bindings, "torch_npu"):
+    # an import inside a function, a class or an if branch binds nothing elsewhere (placement.py)
+    # and one below the first use binds nothing before it
+    to_import = [name for name in sorted(conv.needs_imports)
+                 if not (imports_module(bindings, name) and module_binding(module.body, name) is not None)]
+    npu_import = module_binding(module.body, "torch_npu")
+    if conv.needs_npu and not (imports_module(bindings, "torch_npu") and npu_import is not None and (
+            first_use is None or positions.get(id(npu_import), (0,))[0] < first_use)):
         # torch_npu right after torch when both are added
         to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
     if to_import:
         new_module = insert_imports(new_module, to_import,
                                      module.code_for_node(module.body[index - 1]) if index > 0 else None)
-        line = positions.get(id(anchor[0]), (1,))[0] if anchor else 1  # of the statement they follow
+        line = positions.get(id(anchor[0]), positions.get(id(module.body[index - 1]), (1,)))[0] if anchor else 1
+        # (the line of the statement they follow)
         for name in to_import:
             records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
                                   f"add import {name}", "builtin", api=name, new=f"import {name}"))

@@ -85,14 +85,37 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(node, cst.Dict):
         changed = False
         elements = []
+        keys = {string_value(el.key) for el in node.elements if isinstance(el, cst.DictElement)}
         for el in node.elements:
             new = rewrite_device_expr(el.value) if isinstance(el, cst.DictElement) else None
             if new is not None:
                 changed = True
                 el = el.with_changes(value=new)
+            twin = _npu_twin(el, keys)
+            if twin is not None:
+                changed = True
+                comma = el.comma
+                if not isinstance(comma, cst.Comma):
+                    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                elif isinstance(comma.whitespace_after, cst.SimpleWhitespace) and not comma.whitespace_after.value:
+                    comma = comma.with_changes(whitespace_after=cst.SimpleWhitespace(" "))  # (a trailing comma)
+                elements.append(el.with_changes(comma=comma))
+                el = twin
             elements.append(el)
         return node.with_changes(elements=elements) if changed else None
     return None
+
+
+def _npu_twin(el: cst.BaseDictElement, keys: set[str | None]) -> cst.DictElement | None:
+    """For a map_location entry keyed by where a CUDA checkpoint was saved (``"cuda:0": ...``), the
+    same entry for a checkpoint the converted program saved on NPU (``"npu:0": ...``), unless the
+    dict has that key already. (A dict of keys that are not devices, device_map's, gets none.)"""
+    if not isinstance(el, cst.DictElement):
+        return None
+    key = string_value(el.key)
+    if key is None or not DEVICE_STR.match(key) or "npu" + key[4:] in keys:
+        return None
+    return el.with_changes(key=replace_string(el.key, "cuda", "npu"))
 
 
 def rewrite_device_prefix(node: cst.BaseExpression) -> cst.BaseExpression | None:

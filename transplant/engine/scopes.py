@@ -12,6 +12,7 @@ import libcst as cst
 
 from .cst_util import dotted_parts, import_module_name, target_names
 from . import namespace
+from ..rule_versions import KEPT
 from .state import State
 
 
@@ -109,6 +110,9 @@ class ScopeHandlers(State):
         elif self.rules.new_name(qualified) is not None and (caveat := self.rules.unsupported_q.get(qualified)):
             # renamed by the import (its uses are not edited), but the counterpart does not behave the same
             self._finding(alias, qualified, caveat)
+        elif (kept := self.rules.unsupported_q.get(qualified)) is not None and kept.get(KEPT):
+            # a rename that does not hold for the chosen version (rule_versions.py): the import keeps it too
+            self._finding(alias, qualified, kept)
         elif (library := self.rules.library_of(qualified)) is not None and self.rules.new_name(qualified) is None:
             self._library_finding(alias, qualified, library)
 

@@ -48,6 +48,11 @@ class State(cst.CSTTransformer):
         self.touched: set[str] = set()  # import-bound names with a reference rewritten away
         self.needs_npu = False
         self.needs_imports: set[str] = set()
+        self.kept: dict[int, str] = {}  # nodes of code that already handles NPU -> why (npu_aware.py)
+        self.kept_quiet: set[int] = set()  # those of them in tests and collections
+        self.force_devices: set[int] = set()  # device strings of a collection converted whole (device_sets.py)
+        self._kept_said: set[int] = set()
+        self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
         self.device_matches: set[int] = set()  # match statements whose subject is a device
@@ -63,6 +68,10 @@ class State(cst.CSTTransformer):
     def record(self, anchor: cst.CSTNode, kind: str, message: str, rule: Rule | None, *, api: str = "",
                new: str = "", level: str = "fix", needs_npu: bool | None = None, operation: str | None = None) -> bool:
         if id(anchor) in self.excluded:
+            return False
+        if level == "fix" and id(anchor) in self.kept:
+            if not (kind == "device" and id(anchor) in self.kept_quiet):
+                self._kept_note(anchor, message, api)
             return False
         code = CODES[kind]
         operation = OPERATION.get(kind, "") if operation is None else operation
@@ -80,7 +89,19 @@ class State(cst.CSTTransformer):
             needs_npu = kind != "env" and (rule is None or not rule.user or kind == "device" or "torch_npu" in new)
         if level == "fix" and needs_npu:
             self.needs_npu = True
+            if kind != "import":  # a rewritten import (from torch_npu... import x) binds what it needs
+                self.npu_uses.append(anchor)
         return True
+
+    def _kept_note(self, anchor: cst.CSTNode, message: str, api: str) -> None:
+        """A change not made because the code already handles NPU there (npu_aware.py): said once
+        per place, as a note, so that the CUDA code left is not silent."""
+        if id(anchor) in self._kept_said:
+            return
+        self._kept_said.add(id(anchor))
+        self.pending.append(Pending(anchor, Record(0, 0, 0, 0, CODES["note"], "note", "",
+                                                   f"kept as it is ({message}): {self.kept[id(anchor)]}", "builtin",
+                                                   api=api or "cuda")))
 
     def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
         """A use or an import of a CUDA-only library (LibraryRule): said once per place, with its route."""

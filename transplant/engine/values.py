@@ -2,7 +2,8 @@
 
 Owns where a string is a device or backend by its place: assigned to a name like
 ``device``/``map_location``/``backend`` (tests of such a value are device_tests.py's), a parameter
-default, a dict value under such a key, a computed device template anywhere but a dict key,
+default, a dict value under such a key (in a literal, or assigned to an item: ``kwargs["device_type"]
+= "cuda"`` reaches torch through ``**kwargs`` as a variable would), a computed device template anywhere but a dict key,
 environment names in literals (``CUDA_*`` renamed, ``NCCL_DEBUG`` reported) and
 ``"torch.cuda.XTensor"`` type strings. Which literal is a device is literals.py's.
 """
@@ -28,7 +29,10 @@ class ValueHandlers(State):
         """Is ``node`` a device by its name: ``device``, ``args.device``, ``x.device.type``, ``dev``?"""
         parts = dotted_parts(node)
         if not parts:
-            return False
+            # on any expression: (x if x is not None else img).device.type, get(x).device, xs[0].device
+            if isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Attribute):
+                node = node.value
+            return isinstance(node, cst.Attribute) and node.attr.value == "device"
         if DEVICE_NAME.search(parts[-1]):
             return True
         return len(parts) >= 2 and parts[-1] == "type" and DEVICE_NAME.search(parts[-2]) is not None
@@ -70,6 +74,8 @@ class ValueHandlers(State):
 
     @staticmethod
     def _target_name(node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return string_value(node.slice[0].slice.value)  # kwargs["device_type"] = "cuda": a dict item
         parts = dotted_parts(node)
         if not parts:
             return None
@@ -136,6 +142,10 @@ class ValueHandlers(State):
         self.record(anchor, kind, f"{name}: {rule.get('message', 'has no effect on NPU')}", rule, api=name, level=level)
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        if id(original_node) in self.force_devices:  # "cuda:0" in a collection of devices converted whole
+            new = self._device_value(updated_node, original_node)
+            if new is not None:
+                return new
         value = string_value(original_node)
         rule = self.rules.env_rule(value) if value is not None and ENV_NAME.match(value) else None
         if rule is not None:

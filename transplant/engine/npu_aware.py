@@ -1,0 +1,184 @@
+"""Code that already supports NPU keeps its CUDA alternatives (issue 18, pattern 2).
+
+Owns finding, before the traversal, the parts of a file that must stay as they are because the
+project already tells NPU from CUDA there:
+
+* an if/elif chain or a ``match`` one of whose tests names NPU (``"npu"``, ``torch.npu``,
+  ``torch_npu``, ``is_npu_available()``, ``use_npu``): every test of it, and the branches for
+  the other devices (else included); the NPU branches are converted as usual. Converting the CUDA
+  branch would make a second NPU branch and leave the project's own one dead;
+* a dict with an ``"npu"`` key and a list, set or tuple with an ``"npu"`` element (``choices``):
+  whole, so that no entry is duplicated;
+* in a file that tests for NPU somewhere (such a chain or match, a comparison with ``"npu"``), a
+  comparison with a CUDA device string, ``.startswith("cuda")``, a ``case "cuda":``: "cuda" there
+  means CUDA. (A dict or a list of choices naming NPU says that NPU is an option, not that the
+  code tells it apart.) An ``if`` tested that way is kept whole (a CUDA-only branch converted to NPU calls
+  runs nowhere). Defaults that pick the device (``default="cuda"``) are not tests and still convert.
+
+The result maps the id of every node in those parts to the reason; state.py's ``record`` turns a
+change anchored there into a note saying why it was kept (findings still go through), except a
+device string kept in a test or a collection, which ties nothing to CUDA. Runs only
+on files whose bytes name NPU, so CUDA-only projects pay nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from .cst_util import string_value
+from .literals import DEVICE_STR, is_device_template
+
+NPU_STRING = re.compile(r"^npu(:\d+)?$")
+NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
+# an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
+NPU_STRING_BYTES = re.compile(rb"""['"]npu[:'"]""")
+# a test for NPU in statements the skeleton folded away (they hold no CUDA word, so they are read
+# as bytes): a comparison with an "npu" string, an NPU availability test
+NPU_TEST_BYTES = re.compile(rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]npu(?::\d*)?['"]\s*(?:==|!=)"""
+                            rb"""|\bis_\w*npu_available\(|\btorch\.npu\.is_available\(|\bcase\s+['"]npu['"]""")
+
+CHAIN = "a branch for another device of an if/elif chain that already handles NPU"
+MATCH = "a case for another device of a match that already handles NPU"
+COLLECTION = "a collection that already names NPU (no entry is duplicated)"
+TEST = "a 'cuda' test in a file that already tells NPU from CUDA: it means CUDA"
+
+
+def _npu_string(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        return value is not None and NPU_STRING.match(value) is not None
+    if isinstance(node, cst.FormattedString):
+        first = node.parts[0] if node.parts else None
+        return isinstance(first, cst.FormattedStringText) and (first.value == "npu:" or NPU_STRING.match(first.value))
+    return False
+
+
+def _cuda_string(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        return value is not None and DEVICE_STR.match(value) is not None
+    return isinstance(node, cst.BaseExpression) and is_device_template(node)
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def names_npu(node: cst.CSTNode) -> bool:
+    """Does ``node`` name NPU: an "npu" device string, or a name or attribute with an ``npu`` word
+    (``torch.npu``, ``torch_npu``, ``is_npu_available``, ``args.use_npu``)?"""
+    for n in _walk(node):
+        if _npu_string(n) or isinstance(n, cst.Name) and NPU_WORD.search(n.value):
+            return True
+    return False
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, aware: bool) -> None:
+        self.aware = aware  # the file tests for NPU somewhere: its "cuda" tests mean CUDA
+        self._tests: list[tuple[cst.CSTNode, bool]] = []  # "cuda" tests, kept if the file is aware
+        self.kept: dict[int, str] = {}
+        self.quiet: set[int] = set()  # tests and collections: a device string kept there needs no note
+        self._chained: set[int] = set()
+
+    def _keep(self, node: cst.CSTNode | None, reason: str, *, quiet: bool = False) -> None:
+        if node is None:
+            return
+        for n in _walk(node):
+            self.kept.setdefault(id(n), reason)
+            if quiet:
+                self.quiet.add(id(n))
+
+    def visit_If(self, node: cst.If) -> None:
+        if id(node) in self._chained:
+            return
+        branches: list[tuple[cst.BaseExpression | None, cst.CSTNode]] = []
+        current: cst.If | cst.Else | None = node
+        while isinstance(current, cst.If):
+            self._chained.add(id(current))
+            branches.append((current.test, current.body))
+            current = current.orelse
+        if current is not None:
+            branches.append((None, current.body))
+        if any(test is not None and names_npu(test) for test, _ in branches):
+            self.aware = True
+            for test, body in branches:
+                self._keep(test, CHAIN, quiet=True)
+                if test is None or not names_npu(test):
+                    self._keep(body, CHAIN)
+        elif any(self._cuda_test(test) for test, _ in branches if test is not None):
+            self._tests += [(test, True) for test, _ in branches if test is not None]
+            self._tests.append((node, False))
+
+    def visit_Match(self, node: cst.Match) -> None:
+        if any(names_npu(case.pattern) for case in node.cases):
+            self.aware = True
+            for case in node.cases:
+                self._keep(case.pattern, MATCH, quiet=True)
+                if not names_npu(case.pattern):
+                    self._keep(case.body, MATCH)
+        else:
+            for case in node.cases:
+                if any(_cuda_string(n) for n in _walk(case.pattern)):
+                    self._tests += [(case.pattern, True), (case, False)]
+
+    def _collection(self, node: cst.CSTNode, items) -> None:
+        if any(_npu_string(item) for item in items):
+            self._keep(node, COLLECTION, quiet=True)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._collection(node, [el.key for el in node.elements if isinstance(el, cst.DictElement)])
+
+    def visit_List(self, node: cst.List) -> None:
+        self._collection(node, [el.value for el in node.elements])
+
+    def visit_Set(self, node: cst.Set) -> None:
+        self._collection(node, [el.value for el in node.elements])
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._collection(node, [el.value for el in node.elements])
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        if any(_npu_string(o) for o in operands):
+            self.aware = True
+        if self._cuda_comparison(node):
+            self._tests.append((node, True))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._prefix_test(node):
+            self._tests.append((node, True))
+
+    @staticmethod
+    def _cuda_comparison(node: cst.Comparison) -> bool:
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        return any(_cuda_string(o) or isinstance(o, (cst.List, cst.Tuple, cst.Set)) and
+                   any(_cuda_string(el.value) for el in o.elements) for o in operands)
+
+    @staticmethod
+    def _prefix_test(node: cst.Call) -> bool:
+        return (isinstance(node.func, cst.Attribute) and node.func.attr.value == "startswith" and len(node.args) >= 1
+                and (string_value(node.args[0].value) or "").startswith("cuda"))
+
+    def _cuda_test(self, test: cst.BaseExpression) -> bool:
+        return any(isinstance(n, cst.Comparison) and self._cuda_comparison(n)
+                   or isinstance(n, cst.Call) and self._prefix_test(n) for n in _walk(test))
+
+
+def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:
+    """(id of every node that must stay as it is -> why, the ids of those in tests and collections),
+    empty for a file that never names NPU. ``text`` is the whole source (folded statements too)."""
+    if b"npu" not in text:
+        return {}, set()
+    finder = _Finder(NPU_TEST_BYTES.search(text) is not None)
+    module.visit(finder)
+    if finder.aware:
+        for node, quiet in finder._tests:
+            finder._keep(node, TEST, quiet=quiet)
+    return finder.kept, finder.quiet
