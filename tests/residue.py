@@ -193,3 +193,24 @@ def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int
 
     Walker().visit(tree)
     return found
+
+
+PATCHED_OWNERS = ("torch.Tensor", "torch.nn.Module")
+
+
+def patched_targets(source: bytes) -> list[str]:
+    """The assignment and ``del`` targets of ``source`` that name an attribute of torch.cuda or a
+    member of torch.Tensor / torch.nn.Module (through the file's imports), as spelled, in order."""
+    tree = ast.parse(source)
+    names = bindings(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            parts = dotted(node)
+            if not parts or parts[0] not in names:
+                continue
+            q = ".".join([names[parts[0]], *parts[1:]])
+            if q.startswith("torch.cuda.") or q.rsplit(".", 1)[0] in PATCHED_OWNERS:
+                out.append(".".join(parts))
+    return sorted(out)
+

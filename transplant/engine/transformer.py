@@ -11,6 +11,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
 * argv.py        command lines written as lists (``["--device", "cuda"]``)
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
+* redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -24,12 +25,13 @@ from .calls import CallHandlers
 from .commands import CommandHandlers
 from .imports import ImportHandlers
 from .members import MemberHandlers
+from .redirects import RedirectHandlers
 from .references import ReferenceHandlers
 from .scopes import ScopeHandlers
 from .device_tests import DeviceTestHandlers
 
 
 class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
-                MemberHandlers, ImportHandlers):
+                MemberHandlers, RedirectHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 
