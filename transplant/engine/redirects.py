@@ -15,7 +15,7 @@ Two cases:
   the converted code calls the torch_npu counterpart, which the assignment does not replace.
 
 Owns ``visit_Call`` (the builtins ``setattr``/``delattr`` on such an object) and the target
-visitors of assignments and ``del``; references.py skips the nodes listed in ``redirected``.
+visitors of assignments and ``del``; references.py skips the targets (``owned``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ class RedirectHandlers(State):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.redirected: set[int] = set()  # target nodes that references.py leaves alone
         # (anchor, qualified target, value, what is done to it)
         self.redirects: list[tuple[cst.CSTNode, str, cst.BaseExpression | None, str]] = []
 
@@ -57,7 +56,8 @@ class RedirectHandlers(State):
                 qualified = f"{qualified}.{member}"
             if qualified is None or not _patched(qualified):
                 continue
-            self.redirected.add(id(node))
+            self.owned.add(id(node))
+            self.uses[parts[0]] = self.uses.get(parts[0], 0) + 1
             self.redirects.append((anchor if anchor is not None else node, qualified, value, verb))
 
     def visit_Assign_targets(self, node: cst.Assign) -> None:

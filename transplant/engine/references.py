@@ -41,8 +41,7 @@ class ReferenceHandlers(State):
 
     def _chain(self, node: cst.BaseExpression, parts: list[str]) -> None:
         root = parts[0]
-        if id(node) in self.redirected:  # torch.cuda.X = ...: a patch, not a use (redirects.py)
-            self.uses[root] = self.uses.get(root, 0) + 1
+        if id(node) in self.owned:  # a patch (redirects.py), the object of a named attribute (named_strings.py)
             return
         qualified = self.qualified(parts)
         if qualified is None:

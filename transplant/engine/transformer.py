@@ -12,6 +12,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * argv.py        command lines written as lists (``["--device", "cuda"]``)
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
+* named_strings.py  strings naming renamed APIs (``@patch("torch.cuda.synchronize")``, getattr pairs)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -25,6 +26,7 @@ from .calls import CallHandlers
 from .commands import CommandHandlers
 from .imports import ImportHandlers
 from .members import MemberHandlers
+from .named_strings import NamedStringHandlers
 from .redirects import RedirectHandlers
 from .references import ReferenceHandlers
 from .scopes import ScopeHandlers
@@ -32,6 +34,6 @@ from .device_tests import DeviceTestHandlers
 
 
 class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
-                MemberHandlers, RedirectHandlers, ImportHandlers):
+                MemberHandlers, RedirectHandlers, NamedStringHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 
