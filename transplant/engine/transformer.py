@@ -13,6 +13,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
 * named_strings.py  strings naming renamed APIs (``@patch("torch.cuda.synchronize")``, getattr pairs)
+* target_members.py  members a renamed class's target lacks (``ProfilerActivity.XPU`` stays on torch)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -29,11 +30,13 @@ from .members import MemberHandlers
 from .named_strings import NamedStringHandlers
 from .redirects import RedirectHandlers
 from .references import ReferenceHandlers
+from .target_members import TargetMemberHandlers
 from .scopes import ScopeHandlers
 from .device_tests import DeviceTestHandlers
 
 
 class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
-                MemberHandlers, RedirectHandlers, NamedStringHandlers, ImportHandlers):
+                MemberHandlers, RedirectHandlers, NamedStringHandlers,
+                TargetMemberHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 
