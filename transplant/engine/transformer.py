@@ -14,6 +14,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
 * named_strings.py  strings naming renamed APIs (``@patch("torch.cuda.synchronize")``, getattr pairs)
 * target_members.py  members a renamed class's target lacks (``ProfilerActivity.XPU`` stays on torch)
+* receivers.py   evidence that the object of ``x.mode()`` is a tensor (else the row is a guess, a note)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -29,6 +30,7 @@ from .imports import ImportHandlers
 from .members import MemberHandlers
 from .named_strings import NamedStringHandlers
 from .redirects import RedirectHandlers
+from .receivers import ReceiverHandlers
 from .references import ReferenceHandlers
 from .target_members import TargetMemberHandlers
 from .scopes import ScopeHandlers
@@ -37,6 +39,6 @@ from .device_tests import DeviceTestHandlers
 
 class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
                 MemberHandlers, RedirectHandlers, NamedStringHandlers,
-                TargetMemberHandlers, ImportHandlers):
+                TargetMemberHandlers, ReceiverHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 
