@@ -105,14 +105,21 @@ class RedirectHandlers(State):
                 f"is{after}", "builtin", api=qualified)))
         return out
 
+    def _function_names_backend(self, name: str) -> bool:
+        """Does the module's function ``name`` (``torch.cuda.synchronize = torch_cuda_synchronize``)
+        name another backend? Found among the module's statements, or in the text the skeleton folded."""
+        functions = [stmt for stmt in self.module.body if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name]
+        if any(_names_backend(f) for f in functions):
+            return True
+        header = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(name.encode()) + rb"\b", re.MULTILINE)
+        return any(header.search(fold) and OTHER_BACKEND.search(fold.decode("utf-8", "replace")) for fold in self.folds)
+
     def shim_note(self) -> Pending | None:
         """One note for the whole module when it redirects torch.cuda to another backend."""
         redirects = self.redirects
         if not redirects:
             return None
-        functions = {stmt.name.value: stmt for stmt in self.module.body if isinstance(stmt, cst.FunctionDef)}
-        if not any(_names_backend(value) or (isinstance(value, cst.Name) and value.value in functions
-                                             and _names_backend(functions[value.value]))
+        if not any(_names_backend(value) or (isinstance(value, cst.Name) and self._function_names_backend(value.value))
                    for _anchor, _q, value, _verb in redirects):
             return None
         anchor = redirects[0][0]
