@@ -21,15 +21,18 @@ from transplant.records import SKIP_FILE, SKIP_LINE
 DEVICE = re.compile(r"^cuda(:\d+)?$")
 
 
-def library_modules() -> set[str]:
-    out = set()
+def library_modules() -> tuple[set[str], set[str]]:
+    """The CUDA-only library modules, and the names under them that are not CUDA-only ("portable")."""
+    out, portable = set(), set()
     for path in (REPO / "rules").glob("*.json"):
         if path.name != "schema.json":
-            out |= {r["module"] for r in json.loads(path.read_text())["rules"].get("LibraryRule", [])}
-    return out
+            for rule in json.loads(path.read_text())["rules"].get("LibraryRule", []):
+                out.add(rule["module"])
+                portable |= set(rule.get("portable", ()))
+    return out, portable
 
 
-LIBRARIES = library_modules()
+LIBRARIES, PORTABLE = library_modules()
 
 
 def command_names() -> set[str]:
@@ -72,7 +75,8 @@ def _runs_command(node: ast.AST) -> str | None:
 
 def _library(qualified: str) -> bool:
     parts = qualified.split(".")
-    return any(".".join(parts[:i]) in LIBRARIES for i in range(1, len(parts) + 1))
+    prefixes = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return bool(prefixes & LIBRARIES) and not prefixes & PORTABLE
 
 
 def _cuda_value(node: ast.AST) -> bool:
@@ -171,6 +175,8 @@ def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int
                 if q is not None and (q == "torch.cuda" or q.startswith("torch.cuda.") or _library(q)):
                     note(node.lineno, q)
                     return  # the chain is one reference
+                if q is not None and any(q == p or q.startswith(p + ".") for p in PORTABLE):
+                    return  # deepspeed.ops.adagrad.DeepSpeedCPUAdagrad: its prefixes are part of it
             self.generic_visit(node)
 
         def visit_Call(self, node: ast.Call) -> None:
@@ -193,3 +199,24 @@ def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int
 
     Walker().visit(tree)
     return found
+
+
+PATCHED_OWNERS = ("torch.Tensor", "torch.nn.Module")
+
+
+def patched_targets(source: bytes) -> list[str]:
+    """The assignment and ``del`` targets of ``source`` that name an attribute of torch.cuda or a
+    member of torch.Tensor / torch.nn.Module (through the file's imports), as spelled, in order."""
+    tree = ast.parse(source)
+    names = bindings(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            parts = dotted(node)
+            if not parts or parts[0] not in names:
+                continue
+            q = ".".join([names[parts[0]], *parts[1:]])
+            if q.startswith("torch.cuda.") or q.rsplit(".", 1)[0] in PATCHED_OWNERS:
+                out.append(".".join(parts))
+    return sorted(out)
+

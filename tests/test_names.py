@@ -126,3 +126,31 @@ def test_legacy_type_strings_have_torch_npu_names():
     for old, new in types.items():
         assert new.startswith("torch_npu.npu."), (old, new)
         assert "torch.npu." + new.rsplit(".", 1)[1] in public_names(), old
+
+
+def member_lists() -> list[tuple[str, dict]]:
+    """(origin, rule) for every built-in rename that lists the members of its target (class or enum)."""
+    out = []
+    for path in sorted(RULES.glob("*.json")):
+        if path.name != "schema.json":
+            rules = json.loads(path.read_text(encoding="utf-8"))["rules"].get("FuncNameModifyRule", [])
+            out += [(f"{path.name}:{i}", r) for i, r in enumerate(rules) if "members" in r]
+    return out
+
+
+def test_enum_renames_list_the_members_of_their_target():
+    listed = {r["old_name"]: r for _, r in member_lists()}
+    # torch_npu's ProfilerActivity has CPU and NPU only: XPU, HPU, MTIA stay on torch.profiler
+    assert listed["torch.profiler.ProfilerActivity"]["members"] == ["CPU", "NPU"]
+    assert "torch.profiler.ProfilerAction" in listed
+
+
+@pytest.mark.parametrize("origin,rule", member_lists(), ids=[o for o, _ in member_lists()])
+def test_listed_members_have_a_source_and_exist(origin: str, rule: dict):
+    assert rule.get("source"), f"{origin}: a list of members needs its source"
+    assert rule["members"], origin
+    klass = rule["new_name"].rsplit(".", 1)[-1]
+    # where the public names list a class's members (Python classes), each listed member is one of them
+    known = {n.rsplit(".", 1)[-1] for n in public_names() if n.rsplit(".", 2)[-2:-1] == [klass]}
+    if known:
+        assert set(rule["members"]) <= known, f"{origin}: {set(rule['members']) - known} not in torch_npu"

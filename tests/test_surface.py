@@ -280,6 +280,19 @@ def test_config_look_alikes_are_left_alone(src):
     assert conv.new is None and conv.changes == []
 
 
+@pytest.mark.parametrize("name,src,reported", [
+    ("prof.yaml", b"profiler:\n  cuda: True\n  cpu: true\naccelerator: cuda\n", [(4, "cuda")]),
+    ("flow.yaml", b"opts: {cuda: true, device_name: cuda}\n- cuda\n", [(1, "cuda"), (2, "cuda")]),
+    ("prof.json", b'{"profiler": {"cuda": true, "with_stack": false}, "accelerator": "cuda"}', [(1, "cuda")]),
+    ("prof.ini", b"[profiler]\ncuda = yes\naccelerator = cuda\n", [(3, "cuda")]),
+])
+def test_config_keys_named_cuda_are_switches_not_values(name, src, reported):
+    # the code that reads profiler.cuda is converted where it is; the key's name reaches no torch call
+    conv = convert_config(name, src)
+    assert conv.new is None
+    assert [(r.line, r.api) for r in conv.findings] == reported
+
+
 @pytest.mark.parametrize("name,src,out", [
     ("compose.yaml", b"environment:\n  - CUDA_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n",
      b"environment:\n  - ASCEND_RT_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n"),

@@ -110,13 +110,18 @@ class RuleSet:
         return None
 
     def library_of(self, qualified: str) -> Rule | None:
-        """The LibraryRule of the longest library module ``qualified`` is in, if any."""
+        """The LibraryRule of the longest library module ``qualified`` is in, if any (None for a name
+        the rule lists as portable)."""
         if not self.library_q:
             return None
         parts = qualified.split(".")
         for i in range(len(parts), 0, -1):
             rule = self.library_q.get(".".join(parts[:i]))
             if rule is not None:
+                # an op the library also builds for NPU (DeepSpeedCPUAdam) is no CUDA use
+                portable = rule.get("portable", ())
+                if any(qualified == p or qualified.startswith(p + ".") for p in portable):
+                    return None
                 return rule
         return None
 

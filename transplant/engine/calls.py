@@ -82,10 +82,9 @@ class CallHandlers(State):
                 changed = True
         elif method is not None and method in self.rules.unsupported_method and (
                 qualified is None or qualified == self.rules.unsupported_method[method]["name"]):
-            # "torch.Tensor.to_dense" matched as x.to_dense(): say so, the receiver is not checked.
-            # A call through an import (torch.unique_consecutive, statistics.mode) is a function.
-            rule = self.rules.unsupported_method[method]
-            self._member_finding(func.attr, rule, f".{method}()" if qualified != rule["name"] else "")
+            # "torch.Tensor.to_dense" matched as x.to_dense(): a guess unless the receiver is evidently
+            # a tensor. A call through an import (torch.unique_consecutive, statistics.mode) is a function.
+            self._method_finding(func, self.rules.unsupported_method[method], qualified)  # receivers.py
         # A bare (seed-style) name matches the last name of a call: f(...), x.f(...), mod.f(...).
         # A plain f(...) whose f an import binds is left alone: renaming the call alone would break it.
         last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)

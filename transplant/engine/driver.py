@@ -165,6 +165,10 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         new_module = module.visit(conv)
     except RecursionError:
         raise SourceError("source is nested too deeply to convert") from None
+    if (shim := conv.shim_note()) is not None:  # another backend's layer over torch.cuda: left whole
+        conv.pending, conv.touched, conv.needs_npu, conv.needs_imports = [shim], set(), False, set()
+    else:
+        conv.pending += conv.redirect_notes()
     unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
     if skel is not None and _used_in_folds(unused, skel):
         raise _Unfold

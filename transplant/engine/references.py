@@ -41,6 +41,8 @@ class ReferenceHandlers(State):
 
     def _chain(self, node: cst.BaseExpression, parts: list[str]) -> None:
         root = parts[0]
+        if id(node) in self.owned:  # a patch (redirects.py), the object of a named attribute (named_strings.py)
+            return
         qualified = self.qualified(parts)
         if qualified is None:
             if len(parts) > 1:
@@ -54,6 +56,8 @@ class ReferenceHandlers(State):
             found = self.rules.new_name(old)
             if found is not None:
                 new, rule = found
+                if "members" in rule.data and self._absent_member(nodes, root, q_parts, k, base_len, rule):
+                    return  # ProfilerActivity.XPU: torch_npu's enum has no XPU (target_members.py)
                 target = nodes[k - base_len]
                 replacement = self._spell(root, new)
                 if self._code(target) != replacement:

@@ -58,6 +58,7 @@ class State(cst.CSTTransformer):
         self.device_matches: set[int] = set()  # match statements whose subject is a device
         self.folds: list[bytes] = []  # the skeleton's folded statements, by number (driver.py)
         self.stores: set[int] = set()  # names assigned to (a binding, not a use of what they were bound to)
+        self.owned: set[int] = set()  # references another handler keeps or converts: references.py skips them
         self._parsed: dict[str, cst.BaseExpression] = {}
 
     # ---- records

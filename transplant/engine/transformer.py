@@ -11,6 +11,10 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
 * argv.py        command lines written as lists (``["--device", "cuda"]``)
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
+* redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
+* named_strings.py  strings naming renamed APIs (``@patch("torch.cuda.synchronize")``, getattr pairs)
+* target_members.py  members a renamed class's target lacks (``ProfilerActivity.XPU`` stays on torch)
+* receivers.py   evidence that the object of ``x.mode()`` is a tensor (else the row is a guess, a note)
 * imports.py     each import statement's rewrite plan
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
@@ -24,12 +28,17 @@ from .calls import CallHandlers
 from .commands import CommandHandlers
 from .imports import ImportHandlers
 from .members import MemberHandlers
+from .named_strings import NamedStringHandlers
+from .redirects import RedirectHandlers
+from .receivers import ReceiverHandlers
 from .references import ReferenceHandlers
+from .target_members import TargetMemberHandlers
 from .scopes import ScopeHandlers
 from .device_tests import DeviceTestHandlers
 
 
 class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
-                MemberHandlers, ImportHandlers):
+                MemberHandlers, RedirectHandlers, NamedStringHandlers,
+                TargetMemberHandlers, ReceiverHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 

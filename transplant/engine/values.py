@@ -164,7 +164,7 @@ class ValueHandlers(State):
                 new = "torch.npu." + new_name[len("torch_npu.npu."):]
                 if self.record(original_node, "rename", f"{value} -> {new}", rule, api=value, new=new):
                     return replace_string(updated_node, value, new)
-        return updated_node
+        return self._named_string(original_node, updated_node)  # named_strings.py
 
 
 def _field_default(value: cst.BaseExpression) -> int | None:

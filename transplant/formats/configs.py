@@ -2,8 +2,9 @@
 
 A value ``cuda``, ``cuda:N`` (under a device key) or ``nccl`` (under a backend key) is converted to
 ``npu``/``npu:N``/``hccl``: only the value token's bytes change, quotes, spacing, comments and line
-ends stay. Any other ``cuda``/``cuda:N``/``nccl`` token outside comments (a list of devices, a key
-such as ``accelerator``) is reported (TP207). Works on bytes with ASCII patterns, so any
+ends stay. Any other ``cuda``/``cuda:N``/``nccl`` value outside comments (a list of devices, a key
+such as ``accelerator``) is reported (TP207); a key named ``cuda`` (``profiler: {cuda: true}``) is a
+switch the program reads, not a value that reaches torch, and is not. Works on bytes with ASCII patterns, so any
 ASCII-compatible encoding is kept as it is. Keys come from rules/project/configs.json. Environment
 variables the rules name are renamed or reported as in shell scripts (shell.py).
 """
@@ -61,6 +62,20 @@ def _new_value(kind: str, value: bytes) -> bytes | None:
     return None
 
 
+_KEY_BEFORE = re.compile(rb"(?:^[ \t]*(?:-[ \t]+)?|[{,][ \t]*)[\"']?$")
+_KEY_AFTER = re.compile(rb"^[\"']?[ \t]*(?::(?=\s|$)|=)")
+
+
+def _is_key(code: bytes, m: re.Match[bytes], is_json: bool) -> bool:
+    """Is the token ``m`` the name of a key (``cuda: true`` under ``profiler:``, ``"cuda": false``)?
+    A key named cuda is a switch that the program reads; the code that reads it is converted (or
+    reported) where it is, and the key's name reaches no torch call: it is not reported."""
+    before, after = code[:m.start()], code[m.end():]
+    if is_json:
+        return before.endswith(b'"') and re.match(rb'^"\s*:', after) is not None
+    return _KEY_AFTER.match(after) is not None and _KEY_BEFORE.search(before) is not None
+
+
 def _code_part(line: bytes, is_json: bool) -> bytes:
     """The line without its comment (JSON has none)."""
     if is_json:
@@ -104,7 +119,7 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
             edits.append((value_at, value_at + len(value), new))
             changed.add(value_at)
         for m in _TOKEN.finditer(code):
-            if m.start() in changed:
+            if m.start() in changed or _is_key(code, m, is_json):
                 continue
             value = m.group(1).decode()
             records.append(Record(number, m.start() + 1, number, m.end() + 1, CODES["project_file"], "warning",
