@@ -63,7 +63,7 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
         entry = package(name)
         if entry is not None:
             records.append(_record(line, start, len(m.group(1)), CODES["library"], entry["library"],
-                                   f"{m.group(1)}: CUDA-only package", entry["route"]))
+                                   f"{m.group(1)}: {entry.get('message', 'CUDA-only package')}", entry["route"]))
     if torch_at is not None and not names & _NPU:
         records.append(_record(*torch_at, len("torch"), CODES["project_file"], "torch_npu",
                                facts["torch"]["message"], facts["torch"]["suggestion"]))

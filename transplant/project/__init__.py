@@ -23,7 +23,7 @@ from .stars import provided, star_targets
 BUILD_WORD = b"cpp_extension"
 # words that make a Python file worth the project scan even without project facts: builds and
 # their flags (see builds.py), and setup() dependencies (formats.requirements)
-STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires")
+STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires", b"triton")
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
 
@@ -47,6 +47,9 @@ class ProjectFacts:
     words: tuple[bytes, ...] = STATIC_WORDS
     # files that star-import project modules: (file, ((name, qualified), ...), (modules found, ...))
     stars: tuple[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
+    # Triton (triton.py): files that define CUDA Triton kernels -> their names; kernel files already on NPU
+    triton_kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    triton_ready: frozenset[str] = frozenset()
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -67,6 +70,9 @@ class ProjectFacts:
             if file == path:
                 return dict(names), found
         return {}, ()
+
+    def kernel_files(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.triton_kernels)
 
     def module(self, name: str) -> OpSource | None:
         return next((m for m in self.modules if m.name == name), None)
@@ -97,6 +103,7 @@ def _matches(rel: str, source: str, base: str) -> bool:
 def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     """Facts of the files given as (relative path with "/", path to read). Unreadable files are
     skipped (the conversion reports them)."""
+    from . import triton
     from .builds import find_builds
     from .pynames import bindings, parse
 
@@ -104,9 +111,15 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     builds: list[tuple[str, object]] = []
     python_files: dict[str, str] = {}
     importers: dict[str, list[tuple[int, str]]] = {}
+    kernel_files: dict[str, tuple[str, ...]] = {}
+    npu_marked: set[str] = set()  # files that name triton-ascend or torch_npu
+    npu_loaders: dict[str, object] = {}  # files that may import kernels behind an NPU test
+    dependency_dirs: set[str] = set()  # folders whose dependency file lists triton-ascend
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if not is_py and not cpp_ops.is_cpp(rel):
+            if triton.is_dependency_file(rel) and _mentions(path, (b"triton-ascend", b"triton_ascend")):
+                dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
             continue
         try:
             with open(path, "rb") as fh:
@@ -120,10 +133,20 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             targets = star_targets(data)
             if targets:
                 importers[rel] = targets
+            tree = None
             if BUILD_WORD in data:
                 tree = parse(data)
                 if tree is not None:
                     builds += [(rel, b) for b in find_builds(tree, bindings(tree))]
+            if triton.npu_marked(data):
+                npu_marked.add(rel)
+            if triton.WORD in data and b"jit" in data:
+                tree = tree or parse(data)
+                found = triton.scan_kernels(tree) if tree is not None else ()
+                if found:
+                    kernel_files[rel] = found
+            if (b"npu" in data or b"NPU" in data) and b"import" in data:
+                npu_loaders[rel] = tree or data
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -131,7 +154,35 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     facts = _facts(scans, builds)
     if importers:
         facts = dataclasses.replace(facts, stars=_stars(importers, python_files))
+    if kernel_files:
+        facts = _triton_facts(facts, kernel_files, npu_marked, npu_loaders, dependency_dirs)
     return facts
+
+
+def _mentions(path: str, words: tuple[bytes, ...]) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SCAN_BYTES)
+    except OSError:
+        return False
+    return any(w in data for w in words)
+
+
+def _triton_facts(facts: ProjectFacts, kernel_files: dict[str, tuple[str, ...]], marked: set[str],
+                  loaders: dict[str, object], dependency_dirs: set[str]) -> ProjectFacts:
+    from . import triton
+    from .pynames import parse
+
+    loaded: set[str] = set()
+    for rel, tree in loaders.items():
+        tree = parse(tree) if isinstance(tree, bytes) else tree
+        if tree is not None:
+            loaded |= triton.npu_loaded(rel, tree, kernel_files.__contains__)
+    ready = triton.npu_ready_files(set(kernel_files), marked, dependency_dirs, loaded)
+    cuda = {rel: names for rel, names in kernel_files.items() if rel not in ready}
+    words = set(facts.words) | {name.encode() for names in cuda.values() for name in names}
+    return dataclasses.replace(facts, triton_kernels=tuple(sorted(cuda.items())), triton_ready=ready,
+                               words=tuple(sorted(words)))
 
 
 def _stars(importers: dict[str, list[tuple[int, str]]], python_files: dict[str, str]):

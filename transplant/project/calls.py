@@ -18,7 +18,9 @@ from .builds import NPU_ROUTE, build_records, find_builds
 from .pynames import bindings, column, parse, qualify, source_lines
 
 
-def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS) -> list[Record]:
+def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "") -> list[Record]:
+    """The project scan's findings in one Python file (``path``: relative, with "/"; "" for a
+    notebook's program or standard input)."""
     if skips_file(data):
         return []
     tree = parse(data)
@@ -29,6 +31,10 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS) -> list[Record]
     records = build_records(tree, names, lines) if _has(data, b"cpp_extension", b"nvcc") else []
     if facts.modules or facts.namespaces or b"cpp_extension" in data:
         records += _operator_calls(tree, names, lines, facts)
+    if b"triton" in data or facts.triton_kernels:
+        from .triton import triton_records
+
+        records += triton_records(path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready)
     if b"install_requires" in data:
         from ..formats.requirements import setup_requirement_records
 
