@@ -65,7 +65,7 @@ def names_in_expression(text: str) -> set[str]:
 def emitted_names() -> list[tuple[str, str]]:
     """(rule origin, name) for every torch_npu / torch.npu name the built-in rules can write."""
     out: list[tuple[str, str]] = []
-    for path in sorted(RULES.glob("*.json")):
+    for path in sorted([*RULES.glob("*.json"), *RULES.glob("npu_support/*.json")]):
         if path.name == "schema.json":
             continue
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -96,9 +96,42 @@ def test_a_dependency_on_triton_ascend_silences_the_kernels_under_it(tmp_path):
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "requirements.txt").write_text("triton-ascend==3.2.0\n")
     (root / "pkg" / "ops.py").write_text("import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n")
+    (root / "pkg" / "launch.py").write_text("import triton\nfrom .ops import k\nk[(triton.cdiv(8, 4),)](x)\n")
     (root / "other.py").write_text("import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n")
     result = convert_project(root, tmp_path / "out")
     assert {r[0] for r in sheet(result, "Unsupported")} == {"other.py"}
+
+
+def test_triton_beside_triton_ascend_in_requirements_is_not_reported(tmp_path):
+    from transplant.formats.requirements import convert_requirements
+
+    both = convert_requirements(b"triton==3.2.0 ; platform_machine == 'x86_64'\ntriton-ascend==3.2.1\n")
+    assert [r.api for r in both.records] == []
+    alone = convert_requirements(b"triton==3.2.0\n")
+    assert [(r.api, r.level) for r in alone.records] == [("triton", "warning")]
+    assert "triton-ascend" in alone.records[0].suggestion
+
+
+def test_version_list_rows_say_where_the_fact_comes_from():
+    import json
+
+    from conftest import REPO
+
+    for path in sorted((REPO / "rules" / "npu_support").glob("unsupported_*.json")):
+        version = path.stem.split("_")[1]
+        entries = {e["name"]: e for e in json.loads(path.read_text())["rules"]["UnsupportedRule"]}
+        for entry in entries.values():
+            assert f"op_list_{version.replace('.', '_')}.json" in entry["source"], entry
+            assert entry["level"] == "warning" or entry.get("suggestion"), entry  # a note says what to do
+        for everyday in ("torch.nn.utils.clip_grad_norm_", "torch.nn.functional.grid_sample",
+                         "torch.nn.MultiheadAttention", "torch.cdist", "torch.nn.MaxPool2d"):
+            assert entries[everyday]["level"] == "note", (path.name, everyday)
+        for subsystem in ("torch.sparse_csr_tensor", "torch.quantize_per_tensor"):
+            if subsystem in entries:
+                assert entries[subsystem]["level"] == "warning", (path.name, subsystem)
+        if "torch.compile" in entries:
+            assert entries["torch.compile"]["level"] == "warning"
+            assert "torch_npu.dynamo.torchair.get_npu_backend" in entries["torch.compile"]["suggestion"]
 
 
 # ---- grouping (reports/findings.py) and the Libraries sheet, on records made by hand

@@ -266,6 +266,11 @@ VERSION_SUGGESTIONS = {
 }
 
 
+# torch.compiler's helpers only steer torch.compile (they do nothing without it): a note that points
+# at the NPU's compile route, not a use to rewrite.
+COMPILE_HELPERS = "torch.compiler."
+
+
 def everyday(api: str) -> bool:
     """Is ``api`` an everyday operator, module or optimizer (as opposed to a subsystem)?"""
     if any(word in api for word in NOT_EVERYDAY):
@@ -281,7 +286,13 @@ def everyday(api: str) -> bool:
 def version_entry(api: str, version: str) -> dict:
     listed = f"op_list_{version.replace('.', '_')}.json"
     source = f"Ascend's reference migration tool (ms_fmk_transplt), resource {listed}: listed, with no reason given"
-    if everyday(api):
+    if api.startswith(COMPILE_HELPERS) and api not in VERSION_SUGGESTIONS:
+        entry = {"name": api, "level": "note",
+                 "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+                            f"({listed}), with torch.compile; it only steers torch.compile",
+                 "suggestion": "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's "
+                               "graph mode (backend=torch_npu.dynamo.torchair.get_npu_backend())"}
+    elif everyday(api):
         entry = {"name": api, "level": "note",
                  "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
                             f"({listed}), which gives no reason (no dtype, argument or backward named)",

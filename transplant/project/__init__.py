@@ -50,6 +50,7 @@ class ProjectFacts:
     # Triton (triton.py): files that define CUDA Triton kernels -> their names; kernel files already on NPU
     triton_kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
     triton_ready: frozenset[str] = frozenset()
+    triton_ready_dirs: tuple[str, ...] = ()  # folders whose Triton code already runs on NPU ("" = the root)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -154,7 +155,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     facts = _facts(scans, builds)
     if importers:
         facts = dataclasses.replace(facts, stars=_stars(importers, python_files))
-    if kernel_files:
+    if kernel_files or dependency_dirs:
         facts = _triton_facts(facts, kernel_files, npu_marked, npu_loaders, dependency_dirs)
     return facts
 
@@ -178,11 +179,12 @@ def _triton_facts(facts: ProjectFacts, kernel_files: dict[str, tuple[str, ...]],
         tree = parse(tree) if isinstance(tree, bytes) else tree
         if tree is not None:
             loaded |= triton.npu_loaded(rel, tree, kernel_files.__contains__)
-    ready = triton.npu_ready_files(set(kernel_files), marked, dependency_dirs, loaded)
+    ready_dirs = triton.npu_ready_dirs(marked, dependency_dirs)
+    ready = triton.npu_ready_files(set(kernel_files), marked, ready_dirs, loaded)
     cuda = {rel: names for rel, names in kernel_files.items() if rel not in ready}
     words = set(facts.words) | {name.encode() for names in cuda.values() for name in names}
     return dataclasses.replace(facts, triton_kernels=tuple(sorted(cuda.items())), triton_ready=ready,
-                               words=tuple(sorted(words)))
+                               triton_ready_dirs=tuple(sorted(ready_dirs)), words=tuple(sorted(words)))
 
 
 def _stars(importers: dict[str, list[tuple[int, str]]], python_files: dict[str, str]):

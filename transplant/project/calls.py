@@ -34,7 +34,8 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "")
     if b"triton" in data or facts.triton_kernels:
         from .triton import triton_records
 
-        records += triton_records(path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready)
+        records += triton_records(path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready,
+                                  facts.triton_ready_dirs)
     if b"install_requires" in data:
         from ..formats.requirements import setup_requirement_records
 

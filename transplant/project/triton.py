@@ -107,18 +107,23 @@ def _import_targets(importer: str, node: ast.ImportFrom, exists) -> set[str]:
     return out
 
 
-def npu_ready_files(kernel_files: set[str], marked: set[str], dependency_dirs: set[str],
+def npu_ready_dirs(marked: set[str], dependency_dirs: set[str]) -> set[str]:
+    """Folders whose Triton code already runs on NPU: a package whose ``__init__.py`` names
+    triton-ascend or torch_npu, a folder whose dependency file lists triton-ascend (and what is under them)."""
+    return {posixpath.dirname(m) for m in marked if posixpath.basename(m) == "__init__.py"} | dependency_dirs
+
+
+def npu_ready_files(kernel_files: set[str], marked: set[str], ready_dirs: set[str],
                     loaded_on_npu: set[str]) -> frozenset[str]:
-    """The kernel files whose kernels already run on NPU: the file itself is marked (NPU_MARKERS), or
-    it is in a package whose ``__init__.py`` is, or under a folder whose dependency file lists
-    triton-ascend, or every import of it found sits behind an NPU test."""
-    ready = set()
-    packages = {posixpath.dirname(m) for m in marked if posixpath.basename(m) == "__init__.py"}
-    for rel in kernel_files:
-        folder = posixpath.dirname(rel)
-        if rel in marked or rel in loaded_on_npu or any(_under(folder, d) for d in packages | dependency_dirs):
-            ready.add(rel)
-    return frozenset(ready)
+    """The kernel files whose kernels already run on NPU: the file itself is marked (NPU_MARKERS), it
+    is under a ready folder (``npu_ready_dirs``), or every import of it found sits behind an NPU test."""
+    return frozenset(rel for rel in kernel_files
+                     if rel in marked or rel in loaded_on_npu or in_ready_dir(rel, ready_dirs))
+
+
+def in_ready_dir(rel: str, ready_dirs) -> bool:
+    folder = posixpath.dirname(rel)
+    return any(_under(folder, d) for d in ready_dirs)
 
 
 def _under(folder: str, base: str) -> bool:
@@ -148,11 +153,12 @@ def _cuda_only(func: ast.FunctionDef, names: dict[str, str], cuda_only: list[str
 
 
 def triton_records(path: str, data_: bytes, tree: ast.Module, names: dict[str, str], lines: list[str],
-                   kernel_files: dict[str, tuple[str, ...]], ready: frozenset[str]) -> list[Record]:
+                   kernel_files: dict[str, tuple[str, ...]], ready: frozenset[str],
+                   ready_dirs: tuple[str, ...] = ()) -> list[Record]:
     """The Triton findings of one file (``path`` relative, "/"): its kernels and its Triton import,
     and the imports and launches of kernels other project files define (``kernel_files``: file ->
-    kernel names, NPU-ready ones excluded). Nothing for a file whose kernels are NPU-ready."""
-    if path in ready or npu_marked(data_):
+    kernel names, NPU-ready ones excluded). Nothing for a file whose Triton code is NPU-ready."""
+    if path in ready or npu_marked(data_) or (path and in_ready_dir(path, ready_dirs)):
         return []
     facts = data()
     records: list[Record] = []
