@@ -49,11 +49,12 @@ def test_triton_rows_are_one_per_kernel_never_per_tl_call(triton_result: Path):
     for r in rows:
         per_file[r[0]] = per_file.get(r[0], 0) + 1
     # a kernel file: one row per kernel and one for its import
-    assert per_file["kernels/softmax.py"] == 3 and per_file["kernels/fast_math.py"] == 2
+    assert per_file["kernels/softmax.py"] == 3 and per_file["kernels/fast_math.py"] == 3
     assert not any("tl." in (r[6] or "") or r[4].startswith("triton.language") for r in rows)
     # kernels the project already runs on NPU: a package that checks for triton_ascend, a module
-    # imported only behind an NPU test, and the loader itself say nothing
-    assert not {"npu_ops/layernorm.py", "npu_ops/__init__.py", "npu_kernels/rms.py", "ops/loader.py"} & set(per_file)
+    # imported only behind an NPU test, a backend folder named for Ascend, and the loader say nothing
+    assert not {"fused_ops/layernorm.py", "fused_ops/__init__.py", "rms_kernels/rms.py", "ops/loader.py",
+                "backends/_ascend/swiglu.py"} & set(per_file)
     # the route is triton-ascend, not "no route"
     kernel = next(r for r in rows if r[0] == "kernels/softmax.py" and r[5] == "warning")
     assert "triton-ascend" in kernel[6] and "triton-ascend" in kernel[7] and "grid" in kernel[7]
@@ -64,15 +65,15 @@ def test_triton_rows_are_one_per_kernel_never_per_tl_call(triton_result: Path):
 def test_libraries_sheet_lists_files_with_counts(triton_result: Path):
     rows = {r[0]: r for r in sheet(triton_result, "Libraries")}
     triton = rows["triton"]
-    assert triton[2] == "kernels/fast_math.py (2), kernels/softmax.py (3), model.py (5), ops/cpu_ref.py:2, " \
+    assert triton[2] == "kernels/fast_math.py (3), kernels/softmax.py (3), model.py (5), ops/cpu_ref.py:2, " \
                         "requirements.txt:2"
-    assert triton[1] == 12
+    assert triton[1] == 13
     assert "triton-ascend" in triton[3]
 
 
 def test_conversion_is_unchanged_by_triton(triton_result: Path):
     # kernel files are copied byte for byte; only model.py's .cuda() is converted
-    for rel in ("kernels/softmax.py", "kernels/fast_math.py", "npu_ops/layernorm.py"):
+    for rel in ("kernels/softmax.py", "kernels/fast_math.py", "fused_ops/layernorm.py"):
         assert (triton_result / rel).read_bytes() == (TRITON / rel).read_bytes()
     assert b".npu()" in (triton_result / "model.py").read_bytes()
 
@@ -82,13 +83,21 @@ def test_a_kernel_file_with_its_own_triton_ascend_check_is_silent(tmp_path):
     (root / "k").mkdir(parents=True)
     kernel = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n"
     (root / "k" / "cuda_k.py").write_text(kernel)
-    (root / "k" / "npu_k.py").write_text("import importlib.util\nassert importlib.util.find_spec('triton_ascend')\n"
+    (root / "k" / "ready_k.py").write_text("import importlib.util\nassert importlib.util.find_spec('triton_ascend')\n"
                                          + kernel)
-    (root / "run.py").write_text("from k.npu_k import k\nfrom k.cuda_k import k as k2\nk[(1,)](x)\nk2[(1,)](x)\n")
+    (root / "run.py").write_text("from k.ready_k import k\nfrom k.cuda_k import k as k2\nk[(1,)](x)\nk2[(1,)](x)\n")
     result = convert_project(root, tmp_path / "out")
     rows = sheet(result, "Unsupported")
     assert sorted((r[0], r[1], r[5]) for r in rows) == [
         ("k/cuda_k.py", 1, "note"), ("k/cuda_k.py", 5, "warning"), ("run.py", 2, "note"), ("run.py", 4, "note")]
+
+
+def test_paths_named_for_the_npu():
+    from transplant.project.triton import named_for_npu
+
+    assert named_for_npu("src/ops/backends/_ascend/ops/rms_norm.py")
+    assert named_for_npu("fla/ops/triton_ascend/chunk.py") and named_for_npu("kernels/npu_rope.py")
+    assert not named_for_npu("kernels/input_proj.py") and not named_for_npu("snpu/x.py")
 
 
 def test_a_dependency_on_triton_ascend_silences_the_kernels_under_it(tmp_path):

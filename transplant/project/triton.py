@@ -4,7 +4,7 @@ Triton is not CUDA-only: Ascend's Triton backend (PyPI ``triton-ascend``) compil
 for Atlas A2/A3 NPUs. So a Triton kernel is neither converted nor reported per ``tl.*`` call: a file
 that defines kernels gets one finding per ``@triton.jit`` kernel and one at its Triton import; a file
 elsewhere in the project that imports or launches such a kernel gets one finding at each place.
-Kernels the project already runs on NPU get none (see ``npu_ready``).
+Kernels the project already runs on NPU get none: see ``npu_ready_dirs``, ``npu_ready_files``.
 
 Two halves, as for the project's C++ operators: ``scan_kernels`` runs in the project-wide first pass
 (project/__init__.py ``gather``) and gives the facts (which files define CUDA kernels, which are
@@ -21,7 +21,7 @@ import re
 
 from ..formats.data import load
 from ..records import CODES, Record
-from .pynames import bindings, column, qualify
+from .pynames import bindings, column, dotted, import_bindings, qualify
 from .stars import resolve
 
 WORD = b"triton"
@@ -30,6 +30,7 @@ WORD = b"triton"
 NPU_MARKERS = (b"triton_ascend", b"triton-ascend", b"torch_npu")
 JIT = {"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit", "triton.runtime.jit.JITFunction"}
 _NPU_TEST = re.compile(r"npu|ascend", re.IGNORECASE)
+_NPU_PATH_WORD = {"npu", "ascend"}  # a folder or module named for the NPU: backends/_ascend, npu_kernels.py
 _DEPENDENCY_FILE = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|pyproject\.toml|setup\.cfg|environment[^/]*\.ya?ml)$")
 
 
@@ -116,9 +117,17 @@ def npu_ready_dirs(marked: set[str], dependency_dirs: set[str]) -> set[str]:
 def npu_ready_files(kernel_files: set[str], marked: set[str], ready_dirs: set[str],
                     loaded_on_npu: set[str]) -> frozenset[str]:
     """The kernel files whose kernels already run on NPU: the file itself is marked (NPU_MARKERS), it
-    is under a ready folder (``npu_ready_dirs``), or every import of it found sits behind an NPU test."""
-    return frozenset(rel for rel in kernel_files
-                     if rel in marked or rel in loaded_on_npu or in_ready_dir(rel, ready_dirs))
+    is under a ready folder (``npu_ready_dirs``), its path names the NPU (``named_for_npu``), or an
+    import of it sits behind an NPU test."""
+    return frozenset(rel for rel in kernel_files if rel in marked or rel in loaded_on_npu
+                     or in_ready_dir(rel, ready_dirs) or named_for_npu(rel))
+
+
+def named_for_npu(rel: str) -> bool:
+    """Does a folder or the module name of ``rel`` say NPU or Ascend as a word (``_ascend``,
+    ``triton_ascend``, ``npu_kernels.py``; not ``input.py``)?"""
+    parts = rel.lower().rsplit(".", 1)[0].split("/")
+    return any(word in _NPU_PATH_WORD for part in parts for word in re.split(r"[_\-.]", part))
 
 
 def in_ready_dir(rel: str, ready_dirs) -> bool:
@@ -141,15 +150,35 @@ def _record(lines: list[str], node: ast.AST, level: str, api: str, message: str,
                   "builtin:triton", api=api, suggestion=suggestion)
 
 
-def _cuda_only(func: ast.FunctionDef, names: dict[str, str], cuda_only: list[str]) -> list[str]:
-    """The CUDA-only Triton features a kernel's body uses (inline PTX, tl.extra.cuda)."""
+def _cuda_only(func: ast.FunctionDef, names: dict[str, str], cuda_only: list[str],
+               alternatives: dict[str, set[str]]) -> list[str]:
+    """The CUDA-only Triton features a kernel's body uses (inline PTX, tl.extra.cuda). A name that
+    another import of the file binds to a portable module (``try: from triton.language.extra.libdevice
+    import rsqrt`` / ``except: from triton.language.extra.cuda.libdevice import rsqrt``) is not one."""
+    def is_cuda(q: str) -> bool:
+        return any(q == c or q.startswith(c + ".") for c in cuda_only)
+
     used = []
     for node in ast.walk(func):
         if isinstance(node, (ast.Attribute, ast.Name)):
+            parts = dotted(node)
             q = qualify(node, names)
-            if q is not None and any(q == c or q.startswith(c + ".") for c in cuda_only) and q not in used:
+            if q is None or parts is None or not is_cuda(q) or q in used:
+                continue
+            bound = alternatives.get(parts[0], {names[parts[0]]})
+            if all(is_cuda(".".join([b, *parts[1:]])) for b in bound):
                 used.append(q)
     return used
+
+
+def _alternatives(tree: ast.Module) -> dict[str, set[str]]:
+    """Every qualified name each local name is bound to by some import of the file."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for local, q in import_bindings(node).items():
+                out.setdefault(local, set()).add(q)
+    return out
 
 
 def triton_records(path: str, data_: bytes, tree: ast.Module, names: dict[str, str], lines: list[str],
@@ -158,13 +187,14 @@ def triton_records(path: str, data_: bytes, tree: ast.Module, names: dict[str, s
     """The Triton findings of one file (``path`` relative, "/"): its kernels and its Triton import,
     and the imports and launches of kernels other project files define (``kernel_files``: file ->
     kernel names, NPU-ready ones excluded). Nothing for a file whose Triton code is NPU-ready."""
-    if path in ready or npu_marked(data_) or (path and in_ready_dir(path, ready_dirs)):
+    if path in ready or npu_marked(data_) or (path and (in_ready_dir(path, ready_dirs) or named_for_npu(path))):
         return []
     facts = data()
     records: list[Record] = []
     defined = kernels(tree, names)
+    alternatives = _alternatives(tree) if defined else {}
     for func, decorator in defined:
-        features = _cuda_only(func, names, facts["cuda_only"])
+        features = _cuda_only(func, names, facts["cuda_only"], alternatives)
         if features:
             message = f"Triton kernel {func.name}: uses CUDA-only Triton features ({', '.join(features)})"
             records.append(_record(lines, decorator, "error", "triton", message, facts["cuda_only_route"]))
