@@ -126,3 +126,23 @@ def test_legacy_type_strings_have_torch_npu_names():
     for old, new in types.items():
         assert new.startswith("torch_npu.npu."), (old, new)
         assert "torch.npu." + new.rsplit(".", 1)[1] in public_names(), old
+
+
+def test_fused_operators_named_in_routes_have_their_prototype_and_arguments():
+    """A route that names a torch_npu fused operator (torch_npu.npu_fusion_attention, npu_rms_norm, ...)
+    rests on its prototype (rules/npu_support/torch_npu_ops.csv, from torch_npu 2.14's operator
+    docs): the operator is listed there and every keyword the route passes to it is a parameter."""
+    import csv
+
+    with open(RULES / "npu_support" / "torch_npu_ops.csv", newline="", encoding="utf-8") as fh:
+        prototypes = {row["op"]: row["prototype"] for row in csv.DictReader(fh)}
+    texts = [p.read_text(encoding="utf-8") for p in sorted([*RULES.glob("*.json"), *RULES.glob("project/*.json")])]
+    calls = [m for t in texts for m in re.finditer(r"torch_npu\.(npu_\w+)(\((?:[^()]|\([^()]*\))*\))?", t)]
+    named = {m.group(1) for m in calls}
+    assert {"npu_fusion_attention", "npu_rms_norm", "npu_rotary_mul", "npu_swiglu"} <= named
+    for m in calls:
+        op, args = m.group(1), m.group(2) or ""
+        assert op in prototypes, op
+        assert exists(f"torch_npu.{op}", public_names()), op
+        for keyword in re.findall(r"(\w+)=", args):
+            assert re.search(rf"\b{keyword}\b", prototypes[op]), (op, keyword)
