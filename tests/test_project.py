@@ -266,8 +266,9 @@ def test_notebook_calls_of_the_projects_custom_operators_reach_the_workbook(tmp_
     result = convert_project(project, tmp_path / "out")
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
     rows = [row for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True) if row[0] == "demo.ipynb"]
-    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(2, 5, "my_ext.go", "error")]
-    assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[0])
+    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(1, 1, "my_ext", "error"), (2, 5, "my_ext.go", "error")]
+    assert str(rows[0][6]).startswith("cell 2: my_ext: imports the project's compiled CUDA extension")
+    assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[1])
     assert (result / "demo.ipynb").read_bytes() == (project / "demo.ipynb").read_bytes()  # reported, not changed
     ops = [row for row in wb["Custom operators"].iter_rows(min_row=2, values_only=True)]
     assert ops == [("csrc/ops.cu", "my_ext.go", 1, "demo.ipynb cell 3:2")]

@@ -178,3 +178,55 @@ def test_library_where_counts_per_file_and_routes_come_from_what_must_be_done():
     assert library_rows([a, b]) == [["cupy", 4, "a.py (3), b.py:5", "fix it"]]
     only_notes = FileResult("c.py", "python", records=[rec(1, "note", suggestion="just know")])
     assert library_rows([only_notes]) == [["cupy", 1, "c.py:1", "just know"]]
+
+
+# ---- builds through a project's own helper; imports of the project's compiled CUDA extensions
+
+
+def test_a_build_through_a_helper_is_a_cuda_build_and_links_its_operators(tmp_path):
+    root = tmp_path / "gan"
+    ops = root / "torch_utils" / "ops"
+    ops.mkdir(parents=True)
+    (root / "torch_utils" / "__init__.py").write_text("")
+    (root / "torch_utils" / "custom_ops.py").write_text(
+        "import torch.utils.cpp_extension\n\n\ndef get_plugin(module_name, sources, **build_kwargs):\n"
+        "    return torch.utils.cpp_extension.load(name=module_name, sources=sources, **build_kwargs)\n")
+    (ops / "bias_act.cpp").write_text('#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n'
+                                      '    m.def("bias_act", &bias_act);\n}\n')
+    (ops / "bias_act.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (ops / "bias_act.py").write_text(
+        "import os\nfrom .. import custom_ops\n\n_plugin = None\n\n\ndef _init():\n    global _plugin\n"
+        "    _plugin = custom_ops.get_plugin(module_name='bias_act_plugin', sources=['bias_act.cpp', 'bias_act.cu'],\n"
+        "                                    source_dir=os.path.dirname(__file__), extra_cuda_cflags=['--use_fast_math'])\n"
+        "    kernel = os.path.join(os.path.dirname(__file__), 'bias_act.cu')  # a path, not a build\n"
+        "    return open(kernel).read()\n\n\ndef bias_act(x):\n    return _plugin.bias_act(x)\n")
+    result = convert_project(root, tmp_path / "out")
+    rows = sheet(result, "Unsupported")
+    builds = [(r[0], r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
+    assert builds == [("torch_utils/ops/bias_act.py", 9, "..custom_ops.get_plugin")]
+    assert "'bias_act_plugin'" in next(r[6] for r in rows if r[1] == 9 and r[0].endswith("bias_act.py"))
+    # its flags are part of that finding, not a second row; the path join and open() are no builds
+    assert not [r for r in rows if r[0] == "torch_utils/ops/bias_act.py" and r[4] == "extra_cuda_cflags"]
+    assert not [r for r in rows if r[0] == "torch_utils/ops/bias_act.py" and r[1] in (11, 12)]
+    # the operator the sources register is named under the module the helper builds, with its call
+    operators = sheet(result, "Custom operators")
+    assert ("torch_utils/ops/bias_act.cpp", "bias_act_plugin.bias_act", 3, "torch_utils/ops/bias_act.py:16") \
+        in operators
+
+
+def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(tmp_path):
+    root = tmp_path / "p"
+    (root / "pkg" / "csrc").mkdir(parents=True)
+    (root / "setup.py").write_text(
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension, "
+        "CppExtension\nsetup(ext_modules=[CUDAExtension('pkg._C', ['pkg/csrc/ops.cu']),\n"
+        "                   CppExtension('cpu_only_ext', ['pkg/csrc/cpu.cpp'])],\n"
+        "      cmdclass={'build_ext': BuildExtension})\n")
+    (root / "pkg" / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("fused", &f); }\n')
+    (root / "pkg" / "csrc" / "cpu.cpp").write_text('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("g", &g); }\n')
+    (root / "pkg" / "__init__.py").write_text("from . import _C\nimport cpu_only_ext\nfrom pkg._C import fused\n"
+                                              "from ._Cx import other  # another module\n")
+    result = convert_project(root, tmp_path / "out")
+    rows = [(r[1], r[5], r[4], r[8], r[9]) for r in sheet(result, "Unsupported") if r[0] == "pkg/__init__.py"]
+    assert rows == [(1, "error", "pkg._C", 2, "1, 3")]  # the same finding twice: one row, counted
+    assert ("pkg/csrc/ops.cu", "pkg._C.fused", 1, None) in sheet(result, "Custom operators")  # an import is no call

@@ -241,6 +241,7 @@ def test_notebook_cells_calling_custom_operators_are_reported(tmp_path):
     res = convert_file("nb.ipynb", data, cached_ruleset(), facts=facts)
     # an import in one cell, the call in the next: read as one program, placed in the cell
     assert [(r.message.split(":")[0], r.line, r.col, r.code, r.level, r.api) for r in res.findings] == [
+        ("cell 1", 2, 1, "TP204", "error", "my_ext"),  # the import of the compiled CUDA extension fails first
         ("cell 2", 2, 5, "TP204", "error", "my_ext.go"), ("cell 2", 3, 5, "TP204", "error", "torch.ops.fast.gelu")]
     assert res.new is None
     # without the project's facts nothing in the notebook names CUDA: the pre-filter skips it
@@ -249,7 +250,7 @@ def test_notebook_cells_calling_custom_operators_are_reported(tmp_path):
     broken = _notebook(["import my_ext\n", "my_ext.go(1)\n"], ["def f(:\n"])
     res = convert_file("nb.ipynb", broken, cached_ruleset(), facts=facts)
     assert [(r.message.split(":")[0], r.line, r.api) for r in res.findings if r.code == "TP204"] == [
-        ("cell 1", 2, "my_ext.go")]
+        ("cell 1", 1, "my_ext"), ("cell 1", 2, "my_ext.go")]
 
 
 def test_notebook_builds_and_a_project_finding_replace_the_generic_one(tmp_path):

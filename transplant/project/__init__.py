@@ -23,7 +23,8 @@ from .stars import provided, star_targets
 BUILD_WORD = b"cpp_extension"
 # words that make a Python file worth the project scan even without project facts: builds and
 # their flags (see builds.py), and setup() dependencies (formats.requirements)
-STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires", b"triton")
+STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires", b"triton", b".cu'", b'.cu"', b".cuh", b"extra_cuda_cflags",
+                b"cuda_sources")  # the last five: builds through a project's own helper (builds.HELPER_WORDS)
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
 
@@ -56,7 +57,7 @@ class ProjectFacts:
     def may_match(self, data: bytes) -> bool:
         """Can the project scan of a Python file find anything in ``data``? (sound: every finding
         needs one of ``words`` spelled in the file: an import of the module, the namespace, ...)"""
-        if len(self.words) <= 8:  # a few substring searches beat a regular expression's alternation
+        if len(self.words) <= len(STATIC_WORDS) + 4:  # a few substring searches beat a regular expression's alternation
             return any(word in data for word in self.words)
         pattern = self._word_re
         if pattern is None:
@@ -105,7 +106,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     """Facts of the files given as (relative path with "/", path to read). Unreadable files are
     skipped (the conversion reports them)."""
     from . import triton
-    from .builds import find_builds
+    from .builds import HELPER_WORDS, find_builds
     from .pynames import bindings, parse
 
     scans: dict[str, cpp_ops.CppScan] = {}
@@ -135,7 +136,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             if targets:
                 importers[rel] = targets
             tree = None
-            if BUILD_WORD in data:
+            if BUILD_WORD in data or any(w in data for w in HELPER_WORDS):
                 tree = parse(data)
                 if tree is not None:
                     builds += [(rel, b) for b in find_builds(tree, bindings(tree))]

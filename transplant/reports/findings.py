@@ -3,7 +3,7 @@
 The records keep one finding per place (editors and SARIF need each place); the workbook and the
 console read them through here. Identical findings in one file (same code, level, API, message and
 suggestion) are one row with their count and lines. Rows are ordered by level (errors, then
-warnings, then notes), then file and line. ``level_counts`` and ``kind_counts`` give the console's
+warnings, then notes), then file, then place in the file. ``level_counts`` and ``kind_counts`` give the console's
 summary. Plain data in, plain data out; no file is written here.
 """
 
@@ -61,7 +61,8 @@ def rows(results: Iterable[FileResult]) -> list[Row]:
                 row = by_key[key] = Row(res.path, r, res.new_lines.get(r.line, r.line))
                 out.append(row)
             row.lines.append(r.line)
-    out.sort(key=lambda row: (_RANK.get(row.first.level, len(LEVELS)), row.path, row.first.line, row.first.col))
+    # stable: within a file, rows keep the records' order (by line; a notebook's by cell, then line)
+    out.sort(key=lambda row: (_RANK.get(row.first.level, len(LEVELS)), row.path))
     return out
 
 

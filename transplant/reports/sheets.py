@@ -35,7 +35,7 @@ def operator_rows(results: Iterable[FileResult]) -> list[list[object]]:
     for res in results:
         if res.kind != "cpp":
             for r in res.findings:
-                if r.code == CODES["custom_op"]:
+                if r.code == CODES["custom_op"] and r.operation != "extension import":  # imports: not calls
                     calls[r.api].append(_place(res, r))
     rows: list[list[object]] = []
     registered: set[str] = set()
