@@ -62,8 +62,10 @@ def names_in_expression(text: str) -> set[str]:
     return found
 
 
-def emitted_names() -> list[tuple[str, str]]:
-    """(rule origin, name) for every torch_npu / torch.npu name the built-in rules can write."""
+def emitted_names(texts: bool = True) -> list[tuple[str, str]]:
+    """(rule origin, name) for every torch_npu / torch.npu name the built-in rules can write, and
+    (``texts``) that their suggestions and messages name for people to use (routes such as
+    torch_npu.npu_fusion_attention or torch_npu's graph mode)."""
     out: list[tuple[str, str]] = []
     for path in sorted([*RULES.glob("*.json"), *RULES.glob("npu_support/*.json")]):
         if path.name == "schema.json":
@@ -80,7 +82,7 @@ def emitted_names() -> list[tuple[str, str]]:
                 elif kind == "ArgsModifyRule":
                     candidates |= names_in_expression(entry["arg_new"])
                     candidates |= set(entry.get("imports", []))
-                for text in (entry.get("suggestion", ""), entry.get("message", "")):
+                for text in (entry.get("suggestion", ""), entry.get("message", "")) if texts else ():
                     candidates |= set(SUGGESTED.findall(text))
                 out += [(where, name) for name in sorted(candidates) if is_npu_name(name)]
     return out
