@@ -62,10 +62,12 @@ def names_in_expression(text: str) -> set[str]:
     return found
 
 
-def emitted_names() -> list[tuple[str, str]]:
-    """(rule origin, name) for every torch_npu / torch.npu name the built-in rules can write."""
+def emitted_names(texts: bool = True) -> list[tuple[str, str]]:
+    """(rule origin, name) for every torch_npu / torch.npu name the built-in rules can write, and
+    (``texts``) that their suggestions and messages name for people to use (routes such as
+    torch_npu.npu_fusion_attention or torch_npu's graph mode)."""
     out: list[tuple[str, str]] = []
-    for path in sorted(RULES.glob("*.json")):
+    for path in sorted([*RULES.glob("*.json"), *RULES.glob("npu_support/*.json")]):
         if path.name == "schema.json":
             continue
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -80,7 +82,7 @@ def emitted_names() -> list[tuple[str, str]]:
                 elif kind == "ArgsModifyRule":
                     candidates |= names_in_expression(entry["arg_new"])
                     candidates |= set(entry.get("imports", []))
-                for text in (entry.get("suggestion", ""), entry.get("message", "")):
+                for text in (entry.get("suggestion", ""), entry.get("message", "")) if texts else ():
                     candidates |= set(SUGGESTED.findall(text))
                 out += [(where, name) for name in sorted(candidates) if is_npu_name(name)]
     return out
@@ -154,3 +156,23 @@ def test_listed_members_have_a_source_and_exist(origin: str, rule: dict):
     known = {n.rsplit(".", 1)[-1] for n in public_names() if n.rsplit(".", 2)[-2:-1] == [klass]}
     if known:
         assert set(rule["members"]) <= known, f"{origin}: {set(rule['members']) - known} not in torch_npu"
+
+
+def test_fused_operators_named_in_routes_have_their_prototype_and_arguments():
+    """A route that names a torch_npu fused operator (torch_npu.npu_fusion_attention, npu_rms_norm, ...)
+    rests on its prototype (rules/npu_support/torch_npu_ops.csv, from torch_npu 2.14's operator
+    docs): the operator is listed there and every keyword the route passes to it is a parameter."""
+    import csv
+
+    with open(RULES / "npu_support" / "torch_npu_ops.csv", newline="", encoding="utf-8") as fh:
+        prototypes = {row["op"]: row["prototype"] for row in csv.DictReader(fh)}
+    texts = [p.read_text(encoding="utf-8") for p in sorted([*RULES.glob("*.json"), *RULES.glob("project/*.json")])]
+    calls = [m for t in texts for m in re.finditer(r"torch_npu\.(npu_\w+)(\((?:[^()]|\([^()]*\))*\))?", t)]
+    named = {m.group(1) for m in calls}
+    assert {"npu_fusion_attention", "npu_rms_norm", "npu_rotary_mul", "npu_swiglu"} <= named
+    for m in calls:
+        op, args = m.group(1), m.group(2) or ""
+        assert op in prototypes, op
+        assert exists(f"torch_npu.{op}", public_names()), op
+        for keyword in re.findall(r"(\w+)=", args):
+            assert re.search(rf"\b{keyword}\b", prototypes[op]), (op, keyword)

@@ -77,7 +77,8 @@ def test_example_unsupported_workbook(example_result: Path):
     wb = openpyxl.load_workbook(example_result / "unsupported_op.xlsx")
     assert wb.sheetnames == ["Unsupported", "API counts", "Custom operators", "Libraries", "Summary"]
     headers = {
-        "Unsupported": ("File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion"),
+        "Unsupported": ("File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion", "Count",
+                        "Lines"),
         "Custom operators": ("File", "Operator", "Registration line", "Calls found"),
         "Libraries": ("Library", "Uses", "Where", "NPU route"),
         "API counts": ("API", "Level", "Occurrences", "Files"),
@@ -94,9 +95,17 @@ def test_example_unsupported_workbook(example_result: Path):
     nccl = [r for r in rows if r[4] == "torch.cuda.nccl.all_reduce"]
     # line 19 of utils.py is line 20 of the converted file (import torch_npu was added above it)
     assert nccl == [("utils.py", 19, 20, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][6],
-                     "use torch.distributed collectives (backend='hccl')")]
+                     "use torch.distributed collectives (backend='hccl')", 1, None)]
     assert "no torch_npu counterpart" in nccl[0][6]
     assert all(r[5] in ("error", "warning", "note") for r in rows)
+    # errors first, then warnings, then notes
+    assert [r[5] for r in rows] == sorted((r[5] for r in rows), key=["error", "warning", "note"].index)
+    # an everyday operator that only appears in the reference tool's per-version list is a note that
+    # says where the fact comes from, and is not counted as a use to rewrite by hand
+    pool = [r for r in rows if r[4] == "torch.nn.MaxPool2d"]
+    assert [(r[0], r[1], r[5]) for r in pool] == [("model.py", 8, "note")]
+    assert "op_list_2_8.json" in pool[0][6] and "no reason" in pool[0][6] and pool[0][7]
+    assert [r[4] for r in rows if r[5] in ("error", "warning")] == ["torch.cuda.nccl.all_reduce"]
 
     counts = {(r[0], r[1]): (r[2], r[3]) for r in wb["API counts"].iter_rows(min_row=2, values_only=True)}
     assert counts[("torch.cuda.nccl.all_reduce", "error")] == (1, 1)
@@ -105,6 +114,7 @@ def test_example_unsupported_workbook(example_result: Path):
     summary = {r[0]: r[1:] for r in wb["Summary"].iter_rows(min_row=2, values_only=True)}
     _, changes = read_change_list(example_result)
     assert summary["train.py"][:2] == (sum(1 for r in changes if r["File"] == "train.py"), 0)
+    assert "model.py" not in summary  # it needed no change: no conversion rate at all, not 0%
     total = summary["TOTAL"]
     assert total[0] == len(changes)
     assert total[1] == sum(1 for r in rows if r[5] in ("error", "warning"))
@@ -256,8 +266,9 @@ def test_notebook_calls_of_the_projects_custom_operators_reach_the_workbook(tmp_
     result = convert_project(project, tmp_path / "out")
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
     rows = [row for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True) if row[0] == "demo.ipynb"]
-    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(2, 5, "my_ext.go", "error")]
-    assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[0])
+    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(1, 1, "my_ext", "error"), (2, 5, "my_ext.go", "error")]
+    assert str(rows[0][6]).startswith("cell 2: my_ext: imports the project's compiled CUDA extension")
+    assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[1])
     assert (result / "demo.ipynb").read_bytes() == (project / "demo.ipynb").read_bytes()  # reported, not changed
     ops = [row for row in wb["Custom operators"].iter_rows(min_row=2, values_only=True)]
     assert ops == [("csrc/ops.cu", "my_ext.go", 1, "demo.ipynb cell 3:2")]

@@ -261,7 +261,7 @@ def main(data_dir: str) -> None:
     for version, apis in by_version.items():
         entries = []
         for api in sorted(set(apis)):
-            entry = {"name": api, "level": "warning", "message": f"not supported on NPU with PyTorch {version}"}
+            entry = version_entry(api, version)
             if api.startswith(METHOD_CLASSES):
                 # Tensors and modules are everywhere in user code and come from no import: their
                 # methods are matched on calls to any object (x.to_dense()), as the device-argument
@@ -276,6 +276,69 @@ def main(data_dir: str) -> None:
         })
     (RULES / "npu_support" / "torch_npu_public_names.txt").write_text(
         "".join(n + "\n" for n in sorted(names)), encoding="utf-8")
+
+
+# The per-version lists say only that an API "appears in the reference tool's op_list_V.json": no
+# reason, no restricted dtype, argument or backward. For an everyday operator or module (which
+# torch_npu runs in general) that is a note to check, not a use to rewrite by hand; for the
+# subsystems below (sparse and quantised tensors, compilation, export, distributed internals...)
+# it stays a warning. Suggestions are given where a route is known; every name in them is checked
+# against torch_npu_public_names.txt by the tests.
+EVERYDAY_NAMESPACES = ("torch.nn.functional.", "torch.nn.utils.", "torch.optim.", "torch.fft.", "torch.linalg.",
+                       "torch.Tensor.")
+NOT_EVERYDAY = ("sparse", "quantiz", "mkldnn", "dlpack", "share_memory", "is_shared", "qscheme", "int_repr", "chalf",
+                "DataParallel", "data_parallel", "is_cuda", ".smm", "sspaddmm", "register_module_", "cls_to_become",
+                "torch.compile", "torch.is_")
+VERSION_SUGGESTIONS = {
+    "torch.compile": "compile for the NPU through torch_npu's graph mode (TorchAir): torch.compile(model, "
+                     "backend=torch_npu.dynamo.torchair.get_npu_backend())",
+    "torch.compiler.compile": "compile for the NPU through torch_npu's graph mode (TorchAir): backend="
+                              "torch_npu.dynamo.torchair.get_npu_backend()",
+    "torch.utils.cpp_extension.load": "build the extension with torch_npu.utils.cpp_extension.NpuExtension "
+                                      "(setup.py) and NPU kernels",
+}
+
+
+# torch.compiler's helpers only steer torch.compile (they do nothing without it): a note that points
+# at the NPU's compile route, not a use to rewrite.
+COMPILE_HELPERS = "torch.compiler."
+
+
+def everyday(api: str) -> bool:
+    """Is ``api`` an everyday operator, module or optimizer (as opposed to a subsystem)?"""
+    if any(word in api for word in NOT_EVERYDAY):
+        return False
+    parts = api.split(".")
+    if api.startswith(EVERYDAY_NAMESPACES):
+        return True
+    if parts[:2] == ["torch", "nn"] and len(parts) >= 3 and parts[2][:1].isupper():
+        return True  # torch.nn.MaxPool2d, torch.nn.MultiheadAttention.forward
+    return len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower()  # torch.cdist
+
+
+def version_entry(api: str, version: str) -> dict:
+    listed = f"op_list_{version.replace('.', '_')}.json"
+    source = f"Ascend's reference migration tool (ms_fmk_transplt), resource {listed}: listed, with no reason given"
+    if api.startswith(COMPILE_HELPERS) and api not in VERSION_SUGGESTIONS:
+        entry = {"name": api, "level": "note",
+                 "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+                            f"({listed}), with torch.compile; it only steers torch.compile",
+                 "suggestion": "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's "
+                               "graph mode (backend=torch_npu.dynamo.torchair.get_npu_backend())"}
+    elif everyday(api):
+        entry = {"name": api, "level": "note",
+                 "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+                            f"({listed}), which gives no reason (no dtype, argument or backward named)",
+                 "suggestion": "nothing to rewrite on this fact alone: an everyday operator; check its results on "
+                               "the NPU against the CPU once, with the dtypes and arguments used here"}
+    else:
+        entry = {"name": api, "level": "warning",
+                 "message": f"not supported on NPU with PyTorch {version} (listed by the reference migration tool "
+                            f"in {listed}, without a reason)"}
+        if api in VERSION_SUGGESTIONS:
+            entry["suggestion"] = VERSION_SUGGESTIONS[api]
+    entry["source"] = source
+    return entry
 
 
 def write(path: Path, obj: dict) -> None:

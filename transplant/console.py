@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 
 from .config import Config
-from .records import needs_hand_rewrite
 from .pool import POOL_MIN_FILES, rules_for
 from .runner import RunSummary, UsageError, run
 
@@ -83,15 +82,36 @@ def run_repository(config: Config, *, quiet: bool = False) -> int:
 
 
 def summary_rows(summary: RunSummary) -> list[tuple[str, int]]:
+    from .reports.findings import level_counts
+
     changes = sum(len(r.changes) for r in summary.results)
-    unsupported = sum(1 for r in summary.results for f in r.findings if needs_hand_rewrite(f))  # unparsed: below
+    levels = level_counts(summary.results)  # files that do not parse: below
     return [
         ("files converted", summary.changed_files),
         ("files copied unchanged", summary.copied),
         ("changes", changes),
-        ("unsupported API uses (see unsupported_op.xlsx)", unsupported),
+        ("errors (rewrite by hand; see unsupported_op.xlsx)", levels["error"]),
+        ("warnings (check or port by hand)", levels["warning"]),
+        ("notes", levels["note"]),
         ("files that could not be parsed", len(summary.failed)),
     ]
+
+
+def kind_lines(summary: RunSummary) -> list[str]:
+    """The findings by kind (code and name), with their count per level."""
+    from .reports.diagnostics import RULE_INFO
+    from .reports.findings import kind_counts
+
+    counted = kind_counts(summary.results)
+    if not counted:
+        return []
+    labels = [f"{code} {RULE_INFO[code][0]}" if code in RULE_INFO else code for code, _ in counted]
+    width = max(map(len, labels))
+    lines = ["findings by kind"]
+    for label, (_, levels) in zip(labels, counted):
+        parts = [f"{n} {level}{'s' if n != 1 else ''}" for level, n in levels.items() if n]
+        lines.append(f"  {label:<{width}}  {', '.join(parts)}")
+    return lines
 
 
 def print_summary(out, summary: RunSummary) -> None:
@@ -100,6 +120,7 @@ def print_summary(out, summary: RunSummary) -> None:
     digits = max(len(str(count)) for _, count in rows)
     lines = ["transplant summary"]
     lines += [f"  {label:<{width}}  {count:>{digits}}" for label, count in rows]
+    lines += kind_lines(summary)
     for note in summary.notes:
         lines.append(note)
     for res in summary.failed:

@@ -131,7 +131,7 @@ def _convert_python(path: str, data: bytes, rules: RuleSet, facts: ProjectFacts,
     if facts.may_match(data):  # cheap; sound by itself (test_surface), so applied with or without prefilter
         from .project.calls import python_findings
 
-        found = python_findings(data, facts)
+        found = python_findings(data, facts, path.replace("\\", "/"))
         if found:  # a project finding replaces the engine's generic one of the same API at the same line
             mine = {(r.line, r.api) for r in found}
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]

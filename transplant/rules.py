@@ -423,7 +423,7 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         # rules always win.
         severity = _SEVERITY[rule.get("level", "warning")]
         before = _SEVERITY[previous.get("level", "warning")] if previous is not None else 0
-        generic = _generated(rule) and not _generated(previous)
+        generic = version_listed(rule) and not version_listed(previous)
         if previous is None or rule.user or severity > before or (severity == before and not generic):
             table[key] = rule
     elif kind == "EnvVarModifyRule":
@@ -437,9 +437,12 @@ def _index(rs: RuleSet, rule: Rule) -> None:
         rs.library_q[rule["module"]] = rule
 
 
-def _generated(rule: Rule | None) -> bool:
+def version_listed(rule: Rule | None) -> bool:
     """Is ``rule`` one of the generated per-version lists (rules/npu_support/unsupported_V.json)?"""
     return rule is not None and rule.origin.startswith("unsupported_")
+
+
+
 
 
 def _add_new_name_aliases(rs: RuleSet) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rules import Rule
+from ..rules import Rule, version_listed
 from .cst_util import chain_nodes, dotted_parts, make_dotted
 from . import namespace
 from .state import State
@@ -141,7 +141,9 @@ class ReferenceHandlers(State):
 
     def _finding(self, anchor: cst.CSTNode, api: str, rule: Rule, *, matched: str = "") -> None:
         level = rule.get("level", "warning")
-        kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+        # a per-version list's note is still a version-support finding (TP202), not a setting (TP203)
+        kind = "unsupported" if version_listed(rule) else {"error": "no_counterpart", "warning": "unsupported",
+                                                          "note": "note"}[level]
         message = f"{api}: {rule.get('message', 'not supported on NPU')}"
         if matched:
             message += f" (matched by the name {matched}: applies if the object is a {api.rsplit('.', 2)[-2]})"

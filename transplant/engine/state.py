@@ -105,7 +105,10 @@ class State(cst.CSTTransformer):
                                                    api=api or "cuda")))
 
     def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
-        """A use or an import of a CUDA-only library (LibraryRule): said once per place, with its route."""
+        """A use or an import of a CUDA-only library (LibraryRule): said once per place, with its route
+        (a library the project scan reports, such as Triton once per kernel, is not said here)."""
+        if rule.get("reported_by") == "project":
+            return
         module = rule["module"]
         what = module if qualified == module else f"{qualified} (from {module})"
         self.record(anchor, "library", f"{what}: {rule.get('message', 'CUDA-only library')}", rule, api=module,

@@ -23,7 +23,8 @@ from .stars import provided, star_targets
 BUILD_WORD = b"cpp_extension"
 # words that make a Python file worth the project scan even without project facts: builds and
 # their flags (see builds.py), and setup() dependencies (packages.py)
-STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires")
+STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires", b"triton", b".cu'", b'.cu"', b".cuh", b"extra_cuda_cflags",
+                b"cuda_sources")  # the last five: builds through a project's own helper (builds.HELPER_WORDS)
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
 
@@ -47,12 +48,16 @@ class ProjectFacts:
     words: tuple[bytes, ...] = STATIC_WORDS
     # files that star-import project modules: (file, ((name, qualified), ...), (modules found, ...))
     stars: tuple[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = ()
+    # Triton (triton.py): files that define CUDA Triton kernels -> their names; kernel files already on NPU
+    triton_kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    triton_ready: frozenset[str] = frozenset()
+    triton_ready_dirs: tuple[str, ...] = ()  # folders whose Triton code already runs on NPU ("" = the root)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
         """Can the project scan of a Python file find anything in ``data``? (sound: every finding
         needs one of ``words`` spelled in the file: an import of the module, the namespace, ...)"""
-        if len(self.words) <= 8:  # a few substring searches beat a regular expression's alternation
+        if len(self.words) <= len(STATIC_WORDS) + 4:  # a few substring searches beat a regular expression's alternation
             return any(word in data for word in self.words)
         pattern = self._word_re
         if pattern is None:
@@ -67,6 +72,9 @@ class ProjectFacts:
             if file == path:
                 return dict(names), found
         return {}, ()
+
+    def kernel_files(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.triton_kernels)
 
     def module(self, name: str) -> OpSource | None:
         return next((m for m in self.modules if m.name == name), None)
@@ -97,16 +105,23 @@ def _matches(rel: str, source: str, base: str) -> bool:
 def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     """Facts of the files given as (relative path with "/", path to read). Unreadable files are
     skipped (the conversion reports them)."""
-    from .builds import find_builds
+    from . import triton
+    from .builds import HELPER_WORDS, find_builds
     from .pynames import bindings, parse
 
     scans: dict[str, cpp_ops.CppScan] = {}
     builds: list[tuple[str, object]] = []
     python_files: dict[str, str] = {}
     importers: dict[str, list[tuple[int, str]]] = {}
+    kernel_files: dict[str, tuple[str, ...]] = {}
+    npu_marked: set[str] = set()  # files that name triton-ascend or torch_npu
+    npu_loaders: dict[str, object] = {}  # files that may import kernels behind an NPU test
+    dependency_dirs: set[str] = set()  # folders whose dependency file lists triton-ascend
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if not is_py and not cpp_ops.is_cpp(rel):
+            if triton.is_dependency_file(rel) and _mentions(path, (b"triton-ascend", b"triton_ascend")):
+                dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
             continue
         try:
             with open(path, "rb") as fh:
@@ -120,10 +135,20 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             targets = star_targets(data)
             if targets:
                 importers[rel] = targets
-            if BUILD_WORD in data:
+            tree = None
+            if BUILD_WORD in data or any(w in data for w in HELPER_WORDS):
                 tree = parse(data)
                 if tree is not None:
                     builds += [(rel, b) for b in find_builds(tree, bindings(tree))]
+            if triton.npu_marked(data):
+                npu_marked.add(rel)
+            if triton.WORD in data and b"jit" in data:
+                tree = tree or parse(data)
+                found = triton.scan_kernels(tree) if tree is not None else ()
+                if found:
+                    kernel_files[rel] = found
+            if (b"npu" in data or b"NPU" in data) and b"import" in data:
+                npu_loaders[rel] = tree or data
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -131,7 +156,36 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     facts = _facts(scans, builds)
     if importers:
         facts = dataclasses.replace(facts, stars=_stars(importers, python_files))
+    if kernel_files or dependency_dirs:
+        facts = _triton_facts(facts, kernel_files, npu_marked, npu_loaders, dependency_dirs)
     return facts
+
+
+def _mentions(path: str, words: tuple[bytes, ...]) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SCAN_BYTES)
+    except OSError:
+        return False
+    return any(w in data for w in words)
+
+
+def _triton_facts(facts: ProjectFacts, kernel_files: dict[str, tuple[str, ...]], marked: set[str],
+                  loaders: dict[str, object], dependency_dirs: set[str]) -> ProjectFacts:
+    from . import triton
+    from .pynames import parse
+
+    loaded: set[str] = set()
+    for rel, tree in loaders.items():
+        tree = parse(tree) if isinstance(tree, bytes) else tree
+        if tree is not None:
+            loaded |= triton.npu_loaded(rel, tree, kernel_files.__contains__)
+    ready_dirs = triton.npu_ready_dirs(marked, dependency_dirs)
+    ready = triton.npu_ready_files(set(kernel_files), marked, ready_dirs, loaded)
+    cuda = {rel: names for rel, names in kernel_files.items() if rel not in ready}
+    words = set(facts.words) | {name.encode() for names in cuda.values() for name in names}
+    return dataclasses.replace(facts, triton_kernels=tuple(sorted(cuda.items())), triton_ready=ready,
+                               triton_ready_dirs=tuple(sorted(ready_dirs)), words=tuple(sorted(words)))
 
 
 def _stars(importers: dict[str, list[tuple[int, str]]], python_files: dict[str, str]):

@@ -1,5 +1,6 @@
 """C++/CUDA extension builds declared in Python: ``CUDAExtension``/``CppExtension`` in setup.py,
-``torch.utils.cpp_extension.load``/``load_inline``, ``CUDA_HOME`` and ``nvcc`` flags.
+``torch.utils.cpp_extension.load``/``load_inline``, builds through any helper that is given CUDA
+sources or CUDA flags (``runtime_builds``), ``CUDA_HOME`` and ``nvcc`` flags.
 
 ``find_builds`` gives the extension modules a project builds (their names, sources and whether
 they need CUDA), for the project facts; ``build_records`` gives the findings (TP205) of one file.
@@ -12,13 +13,18 @@ import ast
 from dataclasses import dataclass
 
 from ..records import CODES, Record
-from .pynames import column, qualify
+from .pynames import column, dotted, qualify
 
 EXT = "torch.utils.cpp_extension"
 BUILDERS = {f"{EXT}.CUDAExtension": "CUDAExtension", f"{EXT}.CppExtension": "CppExtension",
             f"{EXT}.load": "load", f"{EXT}.load_inline": "load_inline"}
 CUDA_HOME = f"{EXT}.CUDA_HOME"
 CUDA_SOURCE = (".cu", ".cuh")
+# What a file must contain for a build through a project's own helper to be found (runtime_builds):
+# a CUDA source named in a string, or the CUDA-only arguments of torch's build functions.
+HELPER_WORDS = (b".cu'", b'.cu"', b".cuh", b"extra_cuda_cflags", b"cuda_sources")
+CUDA_KEYWORDS = ("extra_cuda_cflags", "cuda_sources")
+_NAME_KEYWORDS = ("name", "module_name", "extension_name", "ext_name", "plugin_name")
 NPU_ROUTE = ("build the C++ part with torch_npu.utils.cpp_extension.NpuExtension (torch_npu's C++ extension "
              "support) and port the CUDA kernels to Ascend C custom operators, or express them with torch / "
              "torch_npu operators")
@@ -30,7 +36,7 @@ class Build:
 
     line: int
     col_offset: int
-    kind: str  # CUDAExtension | CppExtension | load | load_inline
+    kind: str  # CUDAExtension | CppExtension | load | load_inline | "<helper>()" (runtime_builds)
     name: str  # the module name it builds ("" when not a literal)
     sources: tuple[str, ...]  # as written (paths, or glob patterns)
     cuda: bool
@@ -69,6 +75,14 @@ def _strings(node: ast.expr | None, lists: dict[str, ast.expr], depth: int = 0) 
         if name in ("glob", "iglob") and node.args:
             return _strings(node.args[0], lists, depth + 1)
     return []
+
+
+def _is_list(node: ast.expr, lists: dict[str, ast.expr]) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_list(node.left, lists) or _is_list(node.right, lists)
+    if isinstance(node, ast.Name) and node.id in lists:
+        return _is_list(lists[node.id], {})
+    return isinstance(node, (ast.List, ast.Tuple, ast.Set))
 
 
 def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
@@ -114,7 +128,44 @@ def find_builds(tree: ast.Module, names: dict[str, str]) -> list[Build]:
             cuda = cuda or _truthy(_argument(node, 99, "with_cuda")) or _argument(node, 99, "extra_cuda_cflags") is not None
         builds.append(Build(node.lineno, node.col_offset, kind, name, tuple(sources), cuda,
                             assigned.get(id(node), ""), tuple(f for f in funcs if f.isidentifier())))
+    seen = {(b.line, b.col_offset) for b in builds}
+    builds += [b for b in runtime_builds(tree, names, lists, assigned) if (b.line, b.col_offset) not in seen]
     return builds
+
+
+def runtime_builds(tree: ast.Module, names: dict[str, str], lists: dict[str, ast.expr] | None = None,
+                   assigned: dict[int, str] | None = None) -> list[Build]:
+    """CUDA builds through any function, the project's own helpers included
+    (``custom_ops.get_plugin("bias_act_plugin", sources=[..., "bias_act.cu"], extra_cuda_cflags=...)``):
+    a call whose arguments name ``.cu`` / ``.cuh`` sources or pass ``extra_cuda_cflags`` /
+    ``cuda_sources``. torch's own builders (BUILDERS) are left to ``find_builds``. The module name is
+    the ``name`` (or ``module_name``...) keyword, else the first positional string that is a Python name."""
+    lists = _module_lists(tree) if lists is None else lists
+    if assigned is None:
+        assigned = {id(n.value): n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                    and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+    found: list[Build] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or BUILDERS.get(qualify(node.func, names) or ""):
+            continue
+        keywords = {kw.arg for kw in node.keywords if kw.arg}
+        # sources are lists (a literal, a module-level list, a sum of them) or a "sources" argument;
+        # a lone path string (os.path.join(d, "k.cu"), open("k.cu")) is no build
+        values = [v for v in node.args if _is_list(v, lists)]
+        values += [kw.value for kw in node.keywords if kw.arg in ("sources", "cuda_sources") or _is_list(kw.value, lists)]
+        sources = [s for v in values for s in _strings(v, lists)]
+        cuda_sources = [s for s in sources if s.lower().endswith(CUDA_SOURCE)]
+        if not cuda_sources and not keywords & set(CUDA_KEYWORDS):
+            continue
+        name = next((kw.value.value for kw in node.keywords if kw.arg in _NAME_KEYWORDS
+                     and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)), "")
+        if not name:
+            name = next((a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                         and a.value.isidentifier()), "")
+        func = qualify(node.func, names) or ".".join(dotted(node.func) or ["(a call)"])
+        found.append(Build(node.lineno, node.col_offset, f"{func}()", name,
+                           tuple(s for s in sources if "." in s.rsplit("/", 1)[-1]), True, assigned.get(id(node), "")))
+    return found
 
 
 def _record(lines: list[str], node: ast.AST, api: str, message: str, suggestion: str) -> Record:
@@ -128,15 +179,22 @@ def _record(lines: list[str], node: ast.AST, api: str, message: str, suggestion:
 def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
     """TP205 findings of one file: CUDA builds, CUDA_HOME uses, nvcc flags."""
     records: list[Record] = []
-    for build in find_builds(tree, names):
+    builds = find_builds(tree, names)
+    helper_flags = set()  # the flags of a helper build are part of its own finding
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any((node.lineno, node.col_offset) == (b.line, b.col_offset)
+                                              and b.kind.endswith("()") for b in builds):
+            helper_flags |= {id(kw) for kw in node.keywords}
+    for build in builds:
         if not build.cuda:
             continue
         label = f"'{build.name}'" if build.name else "(name not a literal)"
         shown = ", ".join(build.sources[:4]) + (", ..." if len(build.sources) > 4 else "")
         what = f"{build.kind} {label} compiles CUDA sources with nvcc" + (f" ({shown})" if shown else "")
         node = ast.Call(lineno=build.line, col_offset=build.col_offset)
-        records.append(_record(lines, node, f"{EXT}.{build.kind}",
-                               f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime", NPU_ROUTE))
+        api = build.kind[:-2] if build.kind.endswith("()") else f"{EXT}.{build.kind}"
+        records.append(_record(lines, node, api, f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime",
+                               NPU_ROUTE))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             if qualify(node, names) == CUDA_HOME:
@@ -148,7 +206,7 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
                 if isinstance(key, ast.Constant) and key.value == "nvcc":
                     records.append(_record(lines, key, "nvcc", "nvcc compiler flags: CUDA-only build options",
                                            "drop them for the NPU build; " + NPU_ROUTE))
-        elif isinstance(node, ast.keyword) and node.arg == "extra_cuda_cflags":
+        elif isinstance(node, ast.keyword) and node.arg == "extra_cuda_cflags" and id(node) not in helper_flags:
             records.append(_record(lines, node.value, "extra_cuda_cflags", "nvcc compiler flags: CUDA-only build options",
                                    "drop them for the NPU build; " + NPU_ROUTE))
     records.sort(key=lambda r: (r.line, r.col))

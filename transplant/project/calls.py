@@ -14,12 +14,14 @@ import ast
 
 from ..records import CODES, SKIP_LINE, Record, skips_file
 from . import NO_FACTS, OpSource, ProjectFacts
-from .builds import NPU_ROUTE, build_records, find_builds
+from .builds import HELPER_WORDS, NPU_ROUTE, build_records, find_builds
 from .packages import setup_requirement_records
-from .pynames import bindings, column, parse, qualify, source_lines
+from .pynames import bindings, column, import_bindings, parse, qualify, source_lines
 
 
-def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS) -> list[Record]:
+def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "") -> list[Record]:
+    """The project scan's findings in one Python file (``path``: relative, with "/"; "" for a
+    notebook's program or standard input)."""
     if skips_file(data):
         return []
     tree = parse(data)
@@ -27,9 +29,14 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS) -> list[Record]
         return []
     lines = source_lines(data)
     names = bindings(tree)
-    records = build_records(tree, names, lines) if _has(data, b"cpp_extension", b"nvcc") else []
+    records = build_records(tree, names, lines) if _has(data, b"cpp_extension", b"nvcc", *HELPER_WORDS) else []
     if facts.modules or facts.namespaces or b"cpp_extension" in data:
         records += _operator_calls(tree, names, lines, facts)
+    if b"triton" in data or facts.triton_kernels:
+        from .triton import triton_records
+
+        records += triton_records(path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready,
+                                  facts.triton_ready_dirs)
     if b"install_requires" in data:
         records += setup_requirement_records(tree, names, lines)
     raw = data.splitlines()
@@ -68,7 +75,7 @@ def _operator_calls(tree: ast.Module, names: dict[str, str], lines: list[str], f
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             inner.add(id(node.value))
-    records: list[Record] = []
+    records: list[Record] = extension_imports(tree, lines, facts, local)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Attribute, ast.Name)) or not isinstance(node.ctx, ast.Load):
             continue
@@ -90,6 +97,33 @@ def _operator_calls(tree: ast.Module, names: dict[str, str], lines: list[str], f
         if not rest or "." in rest:
             continue  # a bare module is no call; deeper chains were reported at their first attribute
         records.append(_record(lines, node, f"{module.name}.{rest}", module, namespace=False))
+    return records
+
+
+EXTENSION_IMPORT = "extension import"
+
+
+def extension_imports(tree: ast.Module, lines: list[str], facts: ProjectFacts,
+                      local: dict[str, OpSource]) -> list[Record]:
+    """One error at each import statement that loads a compiled CUDA extension the project builds
+    (``import my_cuda_ext``, ``from . import _C``, ``from pkg._C import op``): the import itself
+    fails on an NPU machine, before any operator is called."""
+    records = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for qualified in import_bindings(node).values():
+            found = _module_for(qualified, facts, local)
+            if found is not None and found[0].cuda:
+                module = found[0]
+                col = column(lines, node.lineno, node.col_offset)
+                end_col = column(lines, node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
+                records.append(Record(
+                    node.lineno, col, node.end_lineno or node.lineno, end_col, CODES["custom_op"], "error",
+                    EXTENSION_IMPORT, f"{module.name}: imports the project's compiled CUDA extension (built at "
+                    f"{module.where}); the import fails on an NPU machine", "builtin:custom_op", api=module.name,
+                    suggestion=NPU_ROUTE))
+                break  # one finding per statement
     return records
 
 

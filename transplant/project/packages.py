@@ -19,6 +19,7 @@ from .pynames import column
 RULE = "packages.json"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _NPU = frozenset({"torch-npu"})
+_TRITON_NPU = frozenset({"triton-ascend"})
 
 
 def normalise(name: str) -> str:
@@ -62,7 +63,9 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
         entry = package(name)
         if entry is not None:
             records.append(_record(line, start, len(m.group(1)), CODES["library"], entry["library"],
-                                   f"{m.group(1)}: CUDA-only package", entry["route"]))
+                                   f"{m.group(1)}: {entry.get('message', 'CUDA-only package')}", entry["route"]))
+    if names & _TRITON_NPU:  # triton beside triton-ascend: the project already has the NPU route
+        records = [r for r in records if r.api != "triton"]
     if torch_at is not None and not names & _NPU:
         records.append(_record(*torch_at, len("torch"), CODES["project_file"], "torch_npu",
                                facts["torch"]["message"], facts["torch"]["suggestion"]))

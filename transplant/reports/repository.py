@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from ..filetypes import FileResult
+from ..records import needs_hand_rewrite
 from .xlsx import BOLD, BOLD_PERCENT, PERCENT, Sheet, write_workbook
 
 CHANGE_LIST = "change_list.csv"
 UNSUPPORTED = "unsupported_op.xlsx"
 LOG = "msFmkTranspltlog.txt"
 CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule", "Code"]
+# one row per finding of a file, identical ones counted (findings.py); Line is the first of "Lines"
+UNSUPPORTED_HEADER = ["File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion", "Count",
+                      "Lines"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -95,18 +99,17 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     def sheet(title: str, header: list[str], rows: list[list[object]], widths: list[int]) -> Sheet:
         return Sheet(title, header, widths, [[guard_cell(c) for c in row] for row in rows])
 
-    occurrences = []
-    per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for res in results:
-        for r in res.findings:
-            if r.code == "TP900":
-                continue
-            occurrences.append([res.path, r.line, res.new_lines.get(r.line, r.line), r.col, r.api, r.level,
-                                r.message, r.suggestion])
-            per_api[(r.api, r.level)].append(res.path)
+    from .findings import reported, rows
 
-    unsupported = sheet("Unsupported", ["File", "Line", "Converted line", "Column", "API", "Level", "Message",
-                                        "Suggestion"], occurrences, [40, 8, 14, 8, 45, 10, 70, 40])
+    grouped = rows(results)
+    occurrences = [[row.path, row.first.line, row.converted_line, row.first.col, row.first.api, row.first.level,
+                    row.first.message, row.first.suggestion, row.count, row.shown_lines() if row.count > 1 else ""]
+                   for row in grouped]
+    per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for res, r in reported(results):
+        per_api[(r.api, r.level)].append(res.path)
+
+    unsupported = sheet("Unsupported", UNSUPPORTED_HEADER, occurrences, [40, 8, 14, 8, 45, 10, 70, 40, 8, 30])
 
     counts = sorted(([api, level, len(files), len(set(files))] for (api, level), files in per_api.items()),
                     key=lambda r: (-r[2], r[0]))
@@ -122,7 +125,7 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
         if res.kind == "other":
             continue
         conv = len(res.changes)
-        uns = sum(1 for r in res.findings if r.level in ("error", "warning"))
+        uns = sum(1 for r in res.findings if needs_hand_rewrite(r))  # notes are not to rewrite
         if not conv and not uns and not res.error:
             continue
         total_conv += conv

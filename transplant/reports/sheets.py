@@ -3,7 +3,7 @@
 *Custom operators*: one row per operator a C/C++/CUDA file registers (TP204 records of those
 files), with the Python calls that reach it (TP204 records of Python files with the same ``api``),
 plus CUDA files that register nothing (the file alone). *Libraries*: one row per library named by
-library records (TP206, ``api`` = the library), with its uses and NPU route. Calls and uses give the
+library records (TP206, ``api`` = the library), with its uses (per file, counted) and NPU route. Calls and uses give the
 original line and, where conversion moved it, the line in the converted file (in a notebook: the
 cell and the line in it).
 """
@@ -35,7 +35,7 @@ def operator_rows(results: Iterable[FileResult]) -> list[list[object]]:
     for res in results:
         if res.kind != "cpp":
             for r in res.findings:
-                if r.code == CODES["custom_op"]:
+                if r.code == CODES["custom_op"] and r.operation != "extension import":  # imports: not calls
                     calls[r.api].append(_place(res, r))
     rows: list[list[object]] = []
     registered: set[str] = set()
@@ -53,12 +53,25 @@ def operator_rows(results: Iterable[FileResult]) -> list[list[object]]:
 
 
 def library_rows(results: Iterable[FileResult]) -> list[list[object]]:
-    uses: dict[str, list[str]] = defaultdict(list)
-    routes: dict[str, list[str]] = defaultdict(list)
+    """One row per library: its uses in all, where (a file with one use: the place; with more: the
+    file and its count) and its routes."""
+    uses: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    routes: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # library -> level -> routes
     for res in results:
         for r in res.findings:
             if r.code == CODES["library"]:
-                uses[r.api].append(_place(res, r))
-                if r.suggestion and r.suggestion not in routes[r.api]:
-                    routes[r.api].append(r.suggestion)
-    return [[lib, len(uses[lib]), ", ".join(uses[lib]), "; ".join(routes[lib])] for lib in sorted(uses)]
+                uses[r.api].setdefault(res.path, []).append(_place(res, r))
+                if r.suggestion and r.suggestion not in routes[r.api][r.level]:
+                    routes[r.api][r.level].append(r.suggestion)
+    return [[lib, sum(map(len, uses[lib].values())), ", ".join(_where(path, places) for path, places in uses[lib].items()),
+             "; ".join(_routes(routes[lib]))] for lib in sorted(uses)]
+
+
+def _routes(by_level: dict[str, list[str]]) -> list[str]:
+    """The routes of a library's errors and warnings (those of its notes only when it has nothing else)."""
+    acted = by_level.get("error", []) + [r for r in by_level.get("warning", []) if r not in by_level.get("error", [])]
+    return acted or by_level.get("note", [])
+
+
+def _where(path: str, places: list[str]) -> str:
+    return places[0] if len(places) == 1 else f"{path} ({len(places)})"

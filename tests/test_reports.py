@@ -1,0 +1,232 @@
+"""Reports people read to the end (issue 20): one row per thing, counted; Triton once per kernel,
+silent where the project already runs its kernels on NPU (issue 24, pattern 4).
+
+The golden report of the fixture project ``triton_mixed`` is ``tests/fixtures/reports/triton_mixed.tsv``:
+the Unsupported sheet's rows as File, Line, Level, API, Message, Count, Lines (tab-separated). To see
+what changed after a deliberate change, run the test and read the assertion's diff.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from conftest import FIXTURES
+from test_project import convert_project
+from transplant.filetypes import FileResult
+from transplant.records import Record
+from transplant.reports import findings
+from transplant.reports.sheets import library_rows
+
+TRITON = FIXTURES / "projects" / "triton_mixed"
+GOLDEN = FIXTURES / "reports" / "triton_mixed.tsv"
+
+
+def sheet(result: Path, name: str) -> list[tuple]:
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    return list(wb[name].iter_rows(min_row=2, values_only=True))
+
+
+@pytest.fixture(scope="module")
+def triton_result(tmp_path_factory) -> Path:
+    return convert_project(TRITON, tmp_path_factory.mktemp("triton"))
+
+
+def as_tsv(rows: list[tuple]) -> str:
+    return "".join("\t".join("" if v is None else str(v) for v in (r[0], r[1], r[5], r[4], r[6], r[8], r[9])) + "\n"
+                   for r in rows)
+
+
+def test_triton_report_matches_golden(triton_result: Path):
+    assert as_tsv(sheet(triton_result, "Unsupported")) == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_triton_rows_are_one_per_kernel_never_per_tl_call(triton_result: Path):
+    rows = sheet(triton_result, "Unsupported")
+    per_file: dict[str, int] = {}
+    for r in rows:
+        per_file[r[0]] = per_file.get(r[0], 0) + 1
+    # a kernel file: one row per kernel and one for its import
+    assert per_file["kernels/softmax.py"] == 3 and per_file["kernels/fast_math.py"] == 3
+    assert not any("tl." in (r[6] or "") or r[4].startswith("triton.language") for r in rows)
+    # kernels the project already runs on NPU: a package that checks for triton_ascend, a module
+    # imported only behind an NPU test, a backend folder named for Ascend, and the loader say nothing
+    assert not {"fused_ops/layernorm.py", "fused_ops/__init__.py", "rms_kernels/rms.py", "ops/loader.py",
+                "backends/_ascend/swiglu.py"} & set(per_file)
+    # the route is triton-ascend, not "no route"
+    kernel = next(r for r in rows if r[0] == "kernels/softmax.py" and r[5] == "warning")
+    assert "triton-ascend" in kernel[6] and "triton-ascend" in kernel[7] and "grid" in kernel[7]
+    # numba's @jit beside a triton import is no Triton kernel
+    assert [r[6].split(":")[0] for r in rows if r[0] == "ops/cpu_ref.py"] == ["imports Triton"]
+
+
+def test_libraries_sheet_lists_files_with_counts(triton_result: Path):
+    rows = {r[0]: r for r in sheet(triton_result, "Libraries")}
+    triton = rows["triton"]
+    assert triton[2] == "kernels/fast_math.py (3), kernels/softmax.py (3), model.py (5), ops/cpu_ref.py:2, " \
+                        "requirements.txt:2"
+    assert triton[1] == 13
+    assert "triton-ascend" in triton[3]
+
+
+def test_conversion_is_unchanged_by_triton(triton_result: Path):
+    # kernel files are copied byte for byte; only model.py's .cuda() is converted
+    for rel in ("kernels/softmax.py", "kernels/fast_math.py", "fused_ops/layernorm.py"):
+        assert (triton_result / rel).read_bytes() == (TRITON / rel).read_bytes()
+    assert b".npu()" in (triton_result / "model.py").read_bytes()
+
+
+def test_a_kernel_file_with_its_own_triton_ascend_check_is_silent(tmp_path):
+    root = tmp_path / "p"
+    (root / "k").mkdir(parents=True)
+    kernel = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n"
+    (root / "k" / "cuda_k.py").write_text(kernel)
+    (root / "k" / "ready_k.py").write_text("import importlib.util\nassert importlib.util.find_spec('triton_ascend')\n"
+                                         + kernel)
+    (root / "run.py").write_text("from k.ready_k import k\nfrom k.cuda_k import k as k2\nk[(1,)](x)\nk2[(1,)](x)\n")
+    result = convert_project(root, tmp_path / "out")
+    rows = sheet(result, "Unsupported")
+    assert sorted((r[0], r[1], r[5]) for r in rows) == [
+        ("k/cuda_k.py", 1, "note"), ("k/cuda_k.py", 5, "warning"), ("run.py", 2, "note"), ("run.py", 4, "note")]
+
+
+def test_paths_named_for_the_npu():
+    from transplant.project.triton import named_for_npu
+
+    assert named_for_npu("src/ops/backends/_ascend/ops/rms_norm.py")
+    assert named_for_npu("fla/ops/triton_ascend/chunk.py") and named_for_npu("kernels/npu_rope.py")
+    assert not named_for_npu("kernels/input_proj.py") and not named_for_npu("snpu/x.py")
+
+
+def test_a_dependency_on_triton_ascend_silences_the_kernels_under_it(tmp_path):
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "requirements.txt").write_text("triton-ascend==3.2.0\n")
+    (root / "pkg" / "ops.py").write_text("import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n")
+    (root / "pkg" / "launch.py").write_text("import triton\nfrom .ops import k\nk[(triton.cdiv(8, 4),)](x)\n")
+    (root / "other.py").write_text("import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n")
+    result = convert_project(root, tmp_path / "out")
+    assert {r[0] for r in sheet(result, "Unsupported")} == {"other.py"}
+
+
+def test_triton_beside_triton_ascend_in_requirements_is_not_reported(tmp_path):
+    from transplant.formats.requirements import convert_requirements
+
+    both = convert_requirements(b"triton==3.2.0 ; platform_machine == 'x86_64'\ntriton-ascend==3.2.1\n")
+    assert [r.api for r in both.records] == []
+    alone = convert_requirements(b"triton==3.2.0\n")
+    assert [(r.api, r.level) for r in alone.records] == [("triton", "warning")]
+    assert "triton-ascend" in alone.records[0].suggestion
+
+
+def test_version_list_rows_say_where_the_fact_comes_from():
+    import json
+
+    from conftest import REPO
+
+    for path in sorted((REPO / "rules" / "npu_support").glob("unsupported_*.json")):
+        version = path.stem.split("_")[1]
+        entries = {e["name"]: e for e in json.loads(path.read_text())["rules"]["UnsupportedRule"]}
+        for entry in entries.values():
+            assert f"op_list_{version.replace('.', '_')}.json" in entry["source"], entry
+            assert entry["level"] == "warning" or entry.get("suggestion"), entry  # a note says what to do
+        for everyday in ("torch.nn.utils.clip_grad_norm_", "torch.nn.functional.grid_sample",
+                         "torch.nn.MultiheadAttention", "torch.cdist", "torch.nn.MaxPool2d"):
+            assert entries[everyday]["level"] == "note", (path.name, everyday)
+        for subsystem in ("torch.sparse_csr_tensor", "torch.quantize_per_tensor"):
+            if subsystem in entries:
+                assert entries[subsystem]["level"] == "warning", (path.name, subsystem)
+        if "torch.compile" in entries:
+            assert entries["torch.compile"]["level"] == "warning"
+            assert "torch_npu.dynamo.torchair.get_npu_backend" in entries["torch.compile"]["suggestion"]
+
+
+# ---- grouping (reports/findings.py) and the Libraries sheet, on records made by hand
+
+
+def rec(line: int, level: str = "warning", api: str = "cupy", message: str = "m", suggestion: str = "s",
+        code: str = "TP206") -> Record:
+    return Record(line, 1, line, 2, code, level, "", message, "builtin", api=api, suggestion=suggestion)
+
+
+def test_identical_findings_in_a_file_are_one_row_with_count_and_lines():
+    a = FileResult("a.py", "python", records=[rec(3), rec(9), rec(4, suggestion="other"), rec(1, "note"),
+                                               rec(2, "error", api="x")])
+    b = FileResult("b.py", "python", records=[rec(5), rec(6, level="fix")])
+    rows = findings.rows([a, b])
+    got = [(r.path, r.first.line, r.first.level, r.count, r.lines) for r in rows]
+    assert got == [("a.py", 2, "error", 1, [2]), ("a.py", 3, "warning", 2, [3, 9]), ("a.py", 4, "warning", 1, [4]),
+                   ("b.py", 5, "warning", 1, [5]), ("a.py", 1, "note", 1, [1])]
+    assert findings.level_counts([a, b]) == {"error": 1, "warning": 4, "note": 1}
+    kinds = findings.kind_counts([a, b, FileResult("c.py", "python", records=[rec(1, "error", code="TP201")])])
+    # most errors first, then most warnings
+    assert kinds == [("TP206", {"error": 1, "warning": 4, "note": 1}),
+                     ("TP201", {"error": 1, "warning": 0, "note": 0})]
+
+
+def test_many_lines_are_shown_up_to_a_limit():
+    row = findings.Row("a.py", rec(1), 1, list(range(1, 26)))
+    assert row.shown_lines(limit=3) == "1, 2, 3, ... (22 more)"
+
+
+def test_library_where_counts_per_file_and_routes_come_from_what_must_be_done():
+    a = FileResult("a.py", "python", records=[rec(3, suggestion="fix it"), rec(9, suggestion="fix it"),
+                                               rec(1, "note", suggestion="just know")])
+    b = FileResult("b.py", "python", records=[rec(5, suggestion="fix it")])
+    assert library_rows([a, b]) == [["cupy", 4, "a.py (3), b.py:5", "fix it"]]
+    only_notes = FileResult("c.py", "python", records=[rec(1, "note", suggestion="just know")])
+    assert library_rows([only_notes]) == [["cupy", 1, "c.py:1", "just know"]]
+
+
+# ---- builds through a project's own helper; imports of the project's compiled CUDA extensions
+
+
+def test_a_build_through_a_helper_is_a_cuda_build_and_links_its_operators(tmp_path):
+    root = tmp_path / "gan"
+    ops = root / "torch_utils" / "ops"
+    ops.mkdir(parents=True)
+    (root / "torch_utils" / "__init__.py").write_text("")
+    (root / "torch_utils" / "custom_ops.py").write_text(
+        "import torch.utils.cpp_extension\n\n\ndef get_plugin(module_name, sources, **build_kwargs):\n"
+        "    return torch.utils.cpp_extension.load(name=module_name, sources=sources, **build_kwargs)\n")
+    (ops / "bias_act.cpp").write_text('#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n'
+                                      '    m.def("bias_act", &bias_act);\n}\n')
+    (ops / "bias_act.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (ops / "bias_act.py").write_text(
+        "import os\nfrom .. import custom_ops\n\n_plugin = None\n\n\ndef _init():\n    global _plugin\n"
+        "    _plugin = custom_ops.get_plugin(module_name='bias_act_plugin', sources=['bias_act.cpp', 'bias_act.cu'],\n"
+        "                                    source_dir=os.path.dirname(__file__), extra_cuda_cflags=['--use_fast_math'])\n"
+        "    kernel = os.path.join(os.path.dirname(__file__), 'bias_act.cu')  # a path, not a build\n"
+        "    return open(kernel).read()\n\n\ndef bias_act(x):\n    return _plugin.bias_act(x)\n")
+    result = convert_project(root, tmp_path / "out")
+    rows = sheet(result, "Unsupported")
+    builds = [(r[0], r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
+    assert builds == [("torch_utils/ops/bias_act.py", 9, "..custom_ops.get_plugin")]
+    assert "'bias_act_plugin'" in next(r[6] for r in rows if r[1] == 9 and r[0].endswith("bias_act.py"))
+    # its flags are part of that finding, not a second row; the path join and open() are no builds
+    assert not [r for r in rows if r[0] == "torch_utils/ops/bias_act.py" and r[4] == "extra_cuda_cflags"]
+    assert not [r for r in rows if r[0] == "torch_utils/ops/bias_act.py" and r[1] in (11, 12)]
+    # the operator the sources register is named under the module the helper builds, with its call
+    operators = sheet(result, "Custom operators")
+    assert ("torch_utils/ops/bias_act.cpp", "bias_act_plugin.bias_act", 3, "torch_utils/ops/bias_act.py:16") \
+        in operators
+
+
+def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(tmp_path):
+    root = tmp_path / "p"
+    (root / "pkg" / "csrc").mkdir(parents=True)
+    (root / "setup.py").write_text(
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension, "
+        "CppExtension\nsetup(ext_modules=[CUDAExtension('pkg._C', ['pkg/csrc/ops.cu']),\n"
+        "                   CppExtension('cpu_only_ext', ['pkg/csrc/cpu.cpp'])],\n"
+        "      cmdclass={'build_ext': BuildExtension})\n")
+    (root / "pkg" / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("fused", &f); }\n')
+    (root / "pkg" / "csrc" / "cpu.cpp").write_text('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("g", &g); }\n')
+    (root / "pkg" / "__init__.py").write_text("from . import _C\nimport cpu_only_ext\nfrom pkg._C import fused\n"
+                                              "from ._Cx import other  # another module\n")
+    result = convert_project(root, tmp_path / "out")
+    rows = [(r[1], r[5], r[4], r[8], r[9]) for r in sheet(result, "Unsupported") if r[0] == "pkg/__init__.py"]
+    assert rows == [(1, "error", "pkg._C", 2, "1, 3")]  # the same finding twice: one row, counted
+    assert ("pkg/csrc/ops.cu", "pkg._C.fused", 1, None) in sheet(result, "Custom operators")  # an import is no call
