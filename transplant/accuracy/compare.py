@@ -187,7 +187,16 @@ def _metric(row: dict) -> str:
     comparison's metrics."""
     names = [name for name in RELATIVE_ERRORS if row.get(name) not in (None, "", "N/A")] or [
         name for name in TENSOR_METRICS if row.get(name) not in (None, "", "N/A")]
-    return ", ".join(f"{name} {row[name].strip()}" for name in names)
+    return ", ".join(f"{name} {_short(row[name])}" for name in names)
+
+
+def _short(text: str) -> str:
+    """A number of msprobe's table in four significant digits (``0.004389110016198605%`` -> ``0.004389%``)."""
+    text = text.strip()
+    try:
+        return f"{float(text.rstrip('%')):.4g}" + ("%" if text.endswith("%") else "")
+    except ValueError:
+        return text
 
 
 def _text(s: Summary, pairs: int) -> str:

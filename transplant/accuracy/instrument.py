@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..distributed.analysis import Analysis
-from ..distributed.candidates import candidates
+from ..distributed.candidates import MODULE_ONLY_METHODS, candidates
 from ..distributed.plan import PlanApplier
 from ..distributed.planner import EditPlanner
 from ..engine import is_docstring_stmt, node_positions, parse
@@ -181,6 +181,10 @@ def model_expression(a: Analysis, loop: cst.CSTNode) -> str | None:
     for name in candidates(a):
         if (name.startswith("self.") and cls is not None) or ("." not in name and (name in local or fn is None)):
             return name
+    for node in a.subtree(fn) if fn is not None else ():  # a parameter used like a module: net.train()
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
+                and node.func.attr.value in MODULE_ONLY_METHODS and node.func.value.value in local):
+            return node.func.value.value
     return None
 
 
