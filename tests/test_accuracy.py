@@ -34,10 +34,11 @@ START = "accuracy_debugger.start("
 CLOSE = ["accuracy_debugger.stop()", "accuracy_debugger.step()"]
 
 
-def accuracy(tmp_path: Path, *extra: str, project: Path = PROJECT, main_file: str = "train.py") -> tuple[int, Path]:
+def accuracy(tmp_path: Path, *extra: str, project: Path = PROJECT, main_file: str = "train.py",
+             quiet: bool = True) -> tuple[int, Path]:
     out = tmp_path / "out"
-    code = main(["-q", "-j", "1", "-i", str(project), "-o", str(out), "accuracy", "-m", str(project / main_file),
-                 *extra])
+    code = main(["-q"] * quiet + ["-j", "1", "-i", str(project), "-o", str(out), "accuracy", "-m",
+                                  str(project / main_file), *extra])
     return code, out
 
 
@@ -150,9 +151,11 @@ def test_no_training_loop_writes_comments_and_warns(tmp_path, capsys):
     project.mkdir()
     (project / "infer.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
                                       "print(model(torch.ones(2).cuda()))\n")
-    code, out = accuracy(tmp_path, project=project, main_file="infer.py")
+    code, out = accuracy(tmp_path, project=project, main_file="infer.py", quiet=False)
     assert code == 0
-    assert "no training loop" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "warning: accuracy: infer.py: transplant found no training loop" in captured.err
+    assert "accuracy: the original project, instrumented: " in captured.out
     for tree in ("proj_accuracy_bench", "proj_msft_accuracy"):
         text = (out / tree / "infer.py").read_text()
         assert "#     accuracy_debugger.start(model)" in text and "\naccuracy_debugger.start" not in text

@@ -43,10 +43,12 @@ def run_accuracy(config: Config, options: AccuracyOptions, *, quiet: bool = Fals
     from ..console import run_repository
 
     try:
-        staging, tree, bench, notes = _prepare(config, options)
+        staging, tree, bench, notes, warnings = _prepare(config, options)
     except UsageError as exc:
         print(f"transplant: error: {exc}", file=sys.stderr)
         return 2
+    for warning in [] if quiet else warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         status = run_repository(replace(config, input=tree, suffix=CONVERTED_SUFFIX), quiet=quiet)
         if status == 0:
@@ -61,7 +63,7 @@ def run_accuracy(config: Config, options: AccuracyOptions, *, quiet: bool = Fals
     return status
 
 
-def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path, list[str]]:
+def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path, list[str], list[str]]:
     """Check everything, then build the instrumented copy of the input in a staging folder."""
     rel, source = resolve_entry(config.input, options.main, "accuracy")
     src, bench = check_paths(replace(config, suffix=BENCH_SUFFIX))
@@ -78,10 +80,11 @@ def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path
     staging = Path(tempfile.mkdtemp(prefix=f".{src.stem if src.is_file() else src.name}_accuracy.",
                                     suffix=".partial", dir=bench.parent))
     tree = staging / (src.stem if src.is_file() else src.name)
+    warnings = [f"accuracy: {rel}: {warning}" for warning in done.warnings]
+    notes = [f"accuracy: the original project, instrumented: {bench}"]
     try:
-        _copy_input(src, tree)
+        _copy_input(src, tree, warnings)
         (tree / rel).write_bytes(done.source)
-        notes = [f"accuracy: the original project, instrumented: {bench}"]
         if done.already:
             notes.append(f"accuracy: {rel} uses msprobe already: its own set-up is kept, nothing added")
         else:
@@ -91,28 +94,22 @@ def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path
             where = ", ".join(f"line {n}" for n in done.loops)
             notes.append(f"accuracy: {rel}: seeds fixed, dropout off, msprobe's debugger set up from {config_file}"
                          + (f"; dumps the training steps of the loop at {where}" if where else ""))
-            notes.append(f"accuracy: run both trees, then: transplant compare --golden {bench.name}/"
-                         f"{Path(rel).parent / templates.DUMP_DIR} --target {converted.name}/"
-                         f"{Path(rel).parent / templates.DUMP_DIR}")
-        for warning in done.warnings:
-            print(f"warning: accuracy: {rel}: {warning}", file=sys.stderr)
+            dump = Path(rel).parent / templates.DUMP_DIR
+            notes.append(f"accuracy: run both trees, then: transplant compare --golden {bench.name}/{dump} "
+                         f"--target {converted.name}/{dump}")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return staging, tree, bench, notes
+    return staging, tree, bench, notes, warnings
 
 
-def _copy_input(src: Path, tree: Path) -> None:
+def _copy_input(src: Path, tree: Path, warnings: list[str]) -> None:
     """The input as it is (files, folders, links as links), by the walk the conversion uses."""
     tree.mkdir()
     if src.is_file():
         shutil.copy2(src, tree / src.name)
         return
-
-    def warn(message: str) -> None:
-        print(f"warning: {message}", file=sys.stderr)
-
-    for entry in walk(src, warn):
+    for entry in walk(src, warnings.append):
         target = tree / entry.rel
         if entry.kind == "dir":
             target.mkdir()
