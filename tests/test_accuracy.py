@@ -348,6 +348,10 @@ def test_layout_takes_the_newest_of_several_single_process_runs(tmp_path):
     # a single step folder, and a rank folder, are dumps too
     assert dumps.read_layout(tmp_path / "d" / "step0").units == {("", "proc"): new}
     assert dumps.read_layout(new).units == {("", ""): new}
+    # two rank folders given as such pair with each other, whatever their names
+    other = write_unit(tmp_path / "e" / "step0" / "proc7", {})
+    golden, target = dumps.read_layout(new), dumps.read_layout(other)
+    assert dumps.pair(golden, target) == ([("", "")], []) and target.units == {("", ""): other}
 
 
 FRAMES = [

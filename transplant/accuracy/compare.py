@@ -86,6 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return _compare(args)
+    except KeyboardInterrupt:
+        print("transplant compare: interrupted", file=sys.stderr)
+        return 130
+
+
+def _compare(args: argparse.Namespace) -> int:
     for name, path in (("golden", args.golden), ("target", args.target)):
         if not path.is_dir():
             return _fail(f"--{name} {path}: no such folder")
@@ -132,7 +140,7 @@ def _installed() -> bool:
 
 def _run_msprobe(jobs, log: Path, summary: Summary) -> list[Path | None]:
     """msprobe's result table of each job (None where it made none), from one child process."""
-    before = [set(out.glob("compare_result_*")) if out.is_dir() else set() for _k, _g, _t, out in jobs]
+    before = [{p: p.stat().st_mtime for p in out.glob("compare_result_*.csv")} for _k, _g, _t, out in jobs]
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, results_file = Path(tmp, "jobs.json"), Path(tmp, "results.json")
         jobs_file.write_text(json.dumps([{"golden": str(g / "dump.json"), "target": str(t / "dump.json"),
@@ -146,7 +154,8 @@ def _run_msprobe(jobs, log: Path, summary: Summary) -> list[Path | None]:
             results = [f"msprobe's compare ended with status {status}"] * len(jobs)
     tables: list[Path | None] = []
     for (key, _g, _t, out), old, error in zip(jobs, before, results):
-        new = sorted(set(out.glob("compare_result_*.csv")) - old, key=lambda p: p.stat().st_mtime)
+        new = sorted((p for p in out.glob("compare_result_*.csv") if old.get(p) != p.stat().st_mtime),
+                     key=lambda p: p.stat().st_mtime)  # msprobe names tables by the second: one may be replaced
         where = "/".join(filter(None, key)) or "the dumps"
         if error or not new:
             summary.failures.append(f"{where}: {error or 'msprobe wrote no result table'} (see {log})")

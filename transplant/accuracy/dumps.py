@@ -76,13 +76,14 @@ def _ranks(dump: Dump, folder: Path, step: str) -> None:
 
 
 def pair(golden: Dump, target: Dump) -> tuple[list[tuple[str, str]], list[str]]:
-    """The units both dumps have, in step and rank order, and notes on those only one has."""
-    if set(golden.units) == {("", "")} or set(target.units) == {("", "")}:  # a rank folder given: take it as is
-        if len(golden.units) == 1 and len(target.units) == 1:
-            g, t = next(iter(golden.units)), next(iter(target.units))
-            target.units = {g: target.units[t]}
-            return [g], []
-    shared = sorted(set(golden.units) & set(target.units), key=lambda k: (_order(Path(k[0] or "x")), _order(Path(k[1] or "x"))))
+    """The units both dumps have, in step and rank order, and notes on those only one has. Two
+    single units (rank folders given as such) pair with each other whatever their names."""
+    if len(golden.units) == 1 and len(target.units) == 1 and ("", "") in (*golden.units, *target.units):
+        key = next(iter(golden.units))
+        target.units = {key: next(iter(target.units.values()))}
+        return [key], []
+    shared = sorted(set(golden.units) & set(target.units), key=lambda k: (_order(Path(k[0] or "_")),
+                                                                          _order(Path(k[1] or "_"))))
     notes = [f"{name} has {'/'.join(filter(None, key))} but the {other} has not: not compared"
              for name, dump, other, rest in (("golden", golden, "target", target), ("target", target, "golden", golden))
              for key in sorted(set(dump.units) - set(rest.units))]
