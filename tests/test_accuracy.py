@@ -464,3 +464,25 @@ def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_pa
     assert first, text
     assert re.search(r"^  called from: train\.py:\d+ in \w+: ", text, re.M), text
     assert "full tables: " in text
+
+
+def test_a_distributed_script_is_instrumented_in_its_loop_after_its_set_up():
+    """Each rank of a script that runs distributed dumps its own rank folder (msprobe asks the
+    process group at start()); the set-up stays before the loop, the model is the wrapped one."""
+    r = instrumented("""\
+        import os
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def main():
+            dist.init_process_group("nccl")
+            model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+            for step in range(10):
+                model(torch.ones(2).cuda()).sum().backward()
+        if __name__ == "__main__":
+            main()
+        """)
+    text = r.source.decode()
+    assert "    for step in range(10):\n        accuracy_debugger.start(model)  # accuracy mode" in text
+    assert text.index("seed_all(") < text.index("def main():")
+    assert text.count("import os\n") == 1 and r.loops == [8] and not r.warnings
