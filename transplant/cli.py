@@ -26,6 +26,11 @@ modes:
       also turn single-device training into multi-NPU training (OUT/PROJECT_msft_multi/):
       -m/--main MAIN.py          the training script's entry file (a path, or one relative to PROJECT)
       -t/--target-model MODEL    the variable that holds the model (default: model)
+  transplant -i PROJECT -o OUT [options] accuracy -m MAIN.py [-t MODEL] [--steps 0,1] [--level both]
+                                                  [--data statistics]
+      two instrumented trees (original and converted) whose msprobe dumps can be compared
+  transplant compare --golden BENCH_DUMP --target NPU_DUMP
+      compare the dumps of the two accuracy runs with msprobe (needs the accuracy extra)
   transplant --check|--diff|--in-place PATH...
       files and folders where they are (pre-commit, editors, CI)
   transplant [--check|--diff] [--stdin-filename NAME] - < FILE
@@ -90,12 +95,25 @@ def build_distributed_parser() -> argparse.ArgumentParser:
     return p
 
 
-def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+def build_accuracy_parser() -> argparse.ArgumentParser:
+    from .accuracy.cli import add_accuracy_arguments
+
+    p = _Parser(prog="transplant ... accuracy",
+                description="two instrumented trees (original and converted) whose msprobe dumps compare")
+    add_accuracy_arguments(p)
+    return p
+
+
+MODES = ("distributed", "accuracy")
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None, str | None]:
+    """The repository-mode arguments, those of the mode that follows them, and that mode's name."""
     argv = list(argv)
-    if "distributed" in argv:
-        i = argv.index("distributed")
-        return argv[:i], argv[i + 1:]
-    return argv, None
+    for i, word in enumerate(argv):
+        if word in MODES:
+            return argv[:i], argv[i + 1:], word
+    return argv, None, None
 
 
 def _options(args: argparse.Namespace) -> RuleOptions:
@@ -114,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .emulate.cli import main as emulate
 
         return emulate(argv[1:])
+    if argv[:1] == ["compare"]:  # reads msprobe dumps (transplant/accuracy/compare.py): no converter, no libcst
+        from .accuracy.compare import main as compare
+
+        return compare(argv[1:])
     debug = "--debug" in argv
     with stop_on_signals():  # Ctrl-C and SIGTERM raise KeyboardInterrupt here, once (stopping.py)
         try:
@@ -152,17 +174,18 @@ def _main(argv: list[str]) -> int:
         from .lsp import main as lsp_main
 
         return lsp_main(argv[1:])
-    head, tail = split_argv(argv)
+    head, tail, mode = split_argv(argv)
     args = build_parser().parse_args(head)
-    dist = build_distributed_parser().parse_args(tail) if tail is not None else None
+    dist = build_distributed_parser().parse_args(tail) if mode == "distributed" else None
+    accuracy = build_accuracy_parser().parse_args(tail) if mode == "accuracy" else None
     options = _options(args)
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
 
     file_mode = args.check or args.diff or args.in_place or (args.paths and str(args.paths[0]) == "-")
     if file_mode:
-        if args.input or args.output or dist is not None:
-            return _fail("-i/-o/distributed cannot be combined with --check/--diff/--in-place/-")
+        if args.input or args.output or mode is not None:
+            return _fail(f"-i/-o/{mode or 'distributed'} cannot be combined with --check/--diff/--in-place/-")
         from .filemodes import run_file_mode
 
         return run_file_mode(args, options)
@@ -182,6 +205,11 @@ def _main(argv: list[str]) -> int:
         distributed_target=dist.target if dist is not None else "model",
         debug=args.debug,
     )
+    if accuracy is not None:
+        from .accuracy.cli import options_from
+        from .accuracy.trees import run_accuracy
+
+        return run_accuracy(config, options_from(accuracy), quiet=args.quiet)
     from .console import run_repository
 
     return run_repository(config, quiet=args.quiet)

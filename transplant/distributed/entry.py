@@ -49,10 +49,11 @@ def prepare_distributed(config) -> Callable[[Path, Path, RunSummary], None]:
     return post_process
 
 
-def resolve_entry(input_path: Path, main: Path | None) -> tuple[str, bytes]:
-    """The entry file's path relative to the input root ("/"-separated) and its bytes."""
+def resolve_entry(input_path: Path, main: Path | None, mode: str = "distributed") -> tuple[str, bytes]:
+    """The entry file's path relative to the input root ("/"-separated) and its bytes; ``mode``
+    (distributed, accuracy) starts the one-line errors."""
     if main is None:
-        raise UsageError("distributed: -m/--main is required")
+        raise UsageError(f"{mode}: -m/--main is required")
     if not input_path.exists():
         raise UsageError(f"input {input_path} does not exist")
     root = input_path.resolve()
@@ -60,24 +61,24 @@ def resolve_entry(input_path: Path, main: Path | None) -> tuple[str, bytes]:
     if not candidate.exists() and not candidate.is_absolute() and root.is_dir() and (root / main).exists():
         candidate = root / main  # -m given relative to the input folder
     if not candidate.exists() and not candidate.is_symlink():
-        raise UsageError(f"distributed: entry file {main} does not exist")
+        raise UsageError(f"{mode}: entry file {main} does not exist")
     if candidate.is_symlink():
-        raise UsageError(f"distributed: entry file {main} is a symbolic link; give the file it points to")
+        raise UsageError(f"{mode}: entry file {main} is a symbolic link; give the file it points to")
     if not candidate.is_file() or candidate.suffix != ".py":
-        raise UsageError(f"distributed: entry file {main} is not a Python (.py) file")
+        raise UsageError(f"{mode}: entry file {main} is not a Python (.py) file")
     resolved = candidate.resolve()
     if root.is_file():
         if resolved != root:
-            raise UsageError(f"distributed: entry file {main} is not the input file {input_path}")
+            raise UsageError(f"{mode}: entry file {main} is not the input file {input_path}")
         rel = root.name
     else:
         if root not in resolved.parents:
-            raise UsageError(f"distributed: entry file {main} is not inside the input folder {input_path}")
+            raise UsageError(f"{mode}: entry file {main} is not inside the input folder {input_path}")
         rel = resolved.relative_to(root).as_posix()
     try:
         return rel, resolved.read_bytes()
     except OSError as exc:
-        raise UsageError(f"distributed: cannot read entry file {main} ({exc.strerror})") from None
+        raise UsageError(f"{mode}: cannot read entry file {main} ({exc.strerror})") from None
 
 
 def _parse_entry(source: bytes, rel: str) -> cst.Module:

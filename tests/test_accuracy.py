@@ -1,0 +1,488 @@
+"""Accuracy mode (issue 22): two instrumented trees that differ only by the conversion, and
+`transplant compare` over their msprobe dumps.
+
+The golden files in tests/fixtures/accuracy/expected are the trees written for the fixture project
+(a small classifier with dropout, random data and random initial weights). The end-to-end test
+runs the original on the CPU and the converted copy under `transplant emulate --strict`, then
+compares their dumps; it needs PyTorch and mindstudio-probe (.ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, cached_ruleset
+from transplant.accuracy import compare, dumps
+from transplant.accuracy.instrument import instrument
+from transplant.cli import main
+from transplant.engine import convert
+
+PROJECT = FIXTURES / "accuracy" / "project"
+EXPECTED = FIXTURES / "accuracy" / "expected"
+START = "accuracy_debugger.start("
+CLOSE = ["accuracy_debugger.stop()", "accuracy_debugger.step()"]
+
+
+def accuracy(tmp_path: Path, *extra: str, project: Path = PROJECT, main_file: str = "train.py",
+             quiet: bool = True) -> tuple[int, Path]:
+    out = tmp_path / "out"
+    code = main(["-q"] * quiet + ["-j", "1", "-i", str(project), "-o", str(out), "accuracy", "-m",
+                                  str(project / main_file), *extra])
+    return code, out
+
+
+def instrumented(source: str, target: str = "model"):
+    return instrument(textwrap.dedent(source).encode(), target)
+
+
+# ---- the two trees
+
+
+def test_the_trees_match_the_golden_files(tmp_path):
+    code, out = accuracy(tmp_path)
+    assert code == 0
+    bench, msft = out / "project_accuracy_bench", out / "project_msft_accuracy"
+    assert sorted(p.name for p in bench.iterdir()) == ["accuracy_config.json", "requirements.txt", "train.py"]
+    for name in ("train.py", "accuracy_config.json", "requirements.txt"):
+        assert (bench / name).read_bytes() == (EXPECTED / "bench" / name).read_bytes(), name
+        assert (msft / name).read_bytes() == (EXPECTED / "msft" / name).read_bytes(), name
+    assert (msft / "change_list.csv").is_file()  # the ordinary reports of a conversion
+    # the input is untouched
+    assert b"msprobe" not in (PROJECT / "train.py").read_bytes()
+
+
+def test_the_trees_differ_by_the_conversion_alone(rules):
+    """The converted tree's entry file is the conversion of the bench tree's, and the lines the
+    conversion changes are the ones it changes in the uninstrumented original."""
+    bench = (EXPECTED / "bench" / "train.py").read_bytes()
+    msft = (EXPECTED / "msft" / "train.py").read_bytes()
+    assert convert(bench, rules).new == msft
+    original = (PROJECT / "train.py").read_bytes()
+
+    def changes(before: bytes, after: bytes) -> list[str]:
+        return [line for line in difflib.ndiff(before.decode().splitlines(), after.decode().splitlines())
+                if line[:1] in "+-"]
+
+    assert changes(bench, msft) == changes(original, convert(original, rules).new)
+    assert changes(original, bench) == changes(
+        convert(original, rules).new, msft)  # the instrumentation is the same in both
+
+
+def test_the_instrumentation_is_where_the_issue_says():
+    text = (EXPECTED / "bench" / "train.py").read_text()
+    lines = text.splitlines()
+    # determinism and the debugger right after the imports, before any code runs
+    seed = lines.index("seed_all(seed=1234, mode=True, rm_dropout=True)")
+    assert lines.index("from torch.utils.data import DataLoader, TensorDataset") < seed
+    assert seed < lines.index("class Classifier(nn.Module):")
+    assert '"accuracy_config.json"' in text and '"accuracy_dump"' in text
+    # start(model) first and stop()/step() last in the batch loop, not the epoch loop
+    loop = lines.index("    for x, y in loader:")
+    assert lines[loop + 1].strip().startswith(START + "model)")
+    assert [line.strip() for line in lines[loop + 8:loop + 10]] == CLOSE
+    assert text.count(START) == 1
+
+
+def test_config_holds_the_options(tmp_path):
+    code, out = accuracy(tmp_path, "--steps", "3,1", "--level", "api", "--data", "tensors")
+    assert code == 0
+    for tree in ("project_accuracy_bench", "project_msft_accuracy"):
+        config = json.loads((out / tree / "accuracy_config.json").read_text())
+        assert config["task"] == "tensor" and config["level"] == "L1" and config["step"] == [1, 3]
+        assert config["rank"] == [] and "tensor" in config and "statistics" not in config
+    code, out = accuracy(tmp_path / "all", "--steps", "all", "--level", "module")
+    config = json.loads((out / "project_accuracy_bench" / "accuracy_config.json").read_text())
+    assert code == 0 and config["step"] == [] and config["level"] == "L0" and config["task"] == "statistics"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "x"], "invalid steps"),
+    (["--steps", "-1"], "invalid steps"),
+    (["--level", "kernel"], "invalid choice"),
+])
+def test_bad_options_are_one_line(tmp_path, capsys, args, message):
+    code, out = accuracy(tmp_path, *args)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_existing_result_needs_force(tmp_path, capsys):
+    assert accuracy(tmp_path)[0] == 0
+    code, out = accuracy(tmp_path)
+    assert code == 2 and "already exists" in capsys.readouterr().err
+    (out / "project_accuracy_bench" / "stale.txt").write_text("old")
+    assert accuracy(tmp_path, project=PROJECT)[0] == 2
+    code = main(["-q", "-j", "1", "--force", "-i", str(PROJECT), "-o", str(out), "accuracy", "-m",
+                 str(PROJECT / "train.py")])
+    assert code == 0 and not (out / "project_accuracy_bench" / "stale.txt").exists()
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_missing_entry_file_is_a_usage_error(tmp_path, capsys):
+    code, out = accuracy(tmp_path, main_file="nope.py")
+    assert code == 2 and "accuracy: entry file" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_project_file_of_the_same_name_is_kept(tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(PROJECT, project)
+    (project / "accuracy_config.json").write_text("{}\n")
+    code, out = accuracy(tmp_path, project=project)
+    bench = out / "proj_accuracy_bench"
+    assert code == 0 and (bench / "accuracy_config.json").read_text() == "{}\n"
+    assert json.loads((bench / "transplant_accuracy_config.json").read_text())["level"] == "mix"
+    assert '"transplant_accuracy_config.json"' in (bench / "train.py").read_text()
+
+
+def test_no_training_loop_writes_comments_and_warns(tmp_path, capsys):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "infer.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+                                      "print(model(torch.ones(2).cuda()))\n")
+    code, out = accuracy(tmp_path, project=project, main_file="infer.py", quiet=False)
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "warning: accuracy: infer.py: transplant found no training loop" in captured.err
+    assert "accuracy: the original project, instrumented: " in captured.out
+    for tree in ("proj_accuracy_bench", "proj_msft_accuracy"):
+        text = (out / tree / "infer.py").read_text()
+        assert "#     accuracy_debugger.start(model)" in text and "\naccuracy_debugger.start" not in text
+        # the comments sit above the model's assignment
+        assert text.index("#     accuracy_debugger.start(model)") < text.index("model = torch.nn.Linear")
+
+
+def test_the_converter_imports_neither_torch_nor_msprobe(tmp_path):
+    code = f"""
+import sys
+from transplant.cli import main
+assert main(["-q", "-j", "1", "-i", {str(PROJECT)!r}, "-o", {str(tmp_path / 'o')!r}, "accuracy", "-m",
+             {str(PROJECT / 'train.py')!r}]) == 0
+assert main(["compare", "--golden", "nope", "--target", "nope"]) == 2
+bad = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "msprobe", "numpy"))
+assert not bad, bad
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+# ---- where the calls go
+
+
+def test_loop_in_the_main_function():
+    r = instrumented("""\
+        import torch
+        def main():
+            model = torch.nn.Linear(2, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for batch in range(4):
+                    loss = model(torch.ones(2)).sum()
+                    loss.backward()
+                    opt.step()
+        main()
+        """)
+    text = r.source.decode()
+    assert "        for batch in range(4):\n            accuracy_debugger.start(model)" in text
+    assert "            opt.step()\n            accuracy_debugger.stop()\n            accuracy_debugger.step()\nmain()\n" \
+           in text
+    assert text.count(START) == 1 and r.loops == [6] and not r.warnings
+    assert "import os\n" in text  # the set-up needs it and the file had none
+
+
+def test_trainer_class_with_self_model_and_a_while_loop():
+    r = instrumented("""\
+        import os
+        import torch as T
+        class Trainer:
+            def __init__(self):
+                self.model = T.nn.Linear(2, 2)
+            def fit(self, batches):
+                while batches:
+                    out = self.model(batches.pop())
+                    T.autograd.backward(out.sum())
+        """)
+    text = r.source.decode()
+    assert "        while batches:\n            accuracy_debugger.start(self.model)" in text
+    assert text.count("import os\n") == 1 and not r.warnings
+
+
+def test_step_in_a_called_function_and_another_model_name():
+    r = instrumented("""\
+        import torch
+        from mymodels import ResNet
+        def train_step(net, batch, opt):
+            net(batch).sum().backward()
+            opt.step()
+        net = ResNet()
+        for batch in range(5):
+            train_step(net, batch, opt)
+        """, target="net")
+    text = r.source.decode()
+    assert "for batch in range(5):\n    accuracy_debugger.start(net)" in text
+    assert "    train_step(net, batch, opt)\n    accuracy_debugger.stop()\n" in text
+
+
+def test_model_found_among_candidates_when_t_names_nothing_visible():
+    r = instrumented("""\
+        import torch
+        def train(net, loader, opt):
+            net.train()
+            for x in loader:
+                net(x).sum().backward()
+        def main():
+            model = torch.nn.Linear(2, 2)
+            train(model, [], None)
+        """)
+    assert "        accuracy_debugger.start(net)" in r.source.decode()
+
+
+def test_no_visible_model_writes_comments_in_the_loop():
+    r = instrumented("""\
+        import torch
+        def fit(loader, step):
+            for x in loader:
+                step(x).backward()
+        """)
+    text = r.source.decode()
+    assert "    for x in loader:\n        # accuracy mode: no model variable is visible here" in text
+    assert START not in text.replace("#     " + START, "")
+    assert r.warnings and "no model variable" in r.warnings[0]
+
+
+def test_loops_without_backward_are_not_instrumented():
+    r = instrumented("""\
+        import torch
+        model = torch.nn.Linear(2, 2)
+        for x in range(3):
+            print(model(torch.ones(2)))
+            x.backward  # an attribute, not a call
+        """)
+    assert r.loops == [] and "no training loop" in r.warnings[0]
+
+
+def test_early_exits_are_reported():
+    r = instrumented("""\
+        import torch
+        model = torch.nn.Linear(2, 2)
+        for x in range(3):
+            if x == 1:
+                continue
+            for y in range(2):
+                break
+            model(torch.ones(2)).sum().backward()
+        """)
+    assert r.loops == [3]
+    assert len(r.warnings) == 1 and r.warnings[0].startswith("line 5: a step that ends at this continue")
+
+
+def test_instrumenting_twice_changes_nothing():
+    first = instrument((PROJECT / "train.py").read_bytes())
+    again = instrument(first.source)
+    assert again.already and again.source == first.source
+
+
+def test_a_name_taken_by_the_user_is_not_reused():
+    r = instrumented("""\
+        import torch
+        accuracy_debugger = None
+        model = torch.nn.Linear(2, 2)
+        for x in range(3):
+            model(torch.ones(2)).sum().backward()
+        """)
+    text = r.source.decode()
+    assert "accuracy_debugger2 = PrecisionDebugger(" in text and "accuracy_debugger2.start(model)" in text
+    assert "accuracy_debugger = None" in text
+
+
+def test_docstring_and_future_imports_stay_first():
+    r = instrumented('''\
+        """Doc."""
+        from __future__ import annotations
+        import torch
+        model = torch.nn.Linear(2, 2)
+        ''')
+    text = r.source.decode()
+    assert text.startswith('"""Doc."""\nfrom __future__ import annotations\nimport torch\n\n# accuracy mode')
+
+
+# ---- the dumps
+
+
+def write_unit(folder: Path, data: dict, stack: dict | None = None) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "dump.json").write_text(json.dumps({"task": "statistics", "level": "mix", "data": data}))
+    (folder / "stack.json").write_text(json.dumps(stack or {}))
+    return folder
+
+
+def test_layout_pairs_steps_and_ranks(tmp_path):
+    for side in ("g", "t"):
+        for step in ("step0", "step1", "step10"):
+            for rank in ("rank0", "rank1"):
+                write_unit(tmp_path / side / step / rank, {})
+    write_unit(tmp_path / "g" / "step2" / "rank0", {})
+    golden, target = dumps.read_layout(tmp_path / "g"), dumps.read_layout(tmp_path / "t")
+    shared, notes = dumps.pair(golden, target)
+    assert shared == [(s, r) for s in ("step0", "step1", "step10") for r in ("rank0", "rank1")]
+    assert notes == ["golden has step2/rank0 but the target has not: not compared"]
+
+
+def test_layout_takes_the_newest_of_several_single_process_runs(tmp_path):
+    old = write_unit(tmp_path / "d" / "step0" / "proc100", {})
+    new = write_unit(tmp_path / "d" / "step0" / "proc99", {})
+    os.utime(old / "dump.json", (1, 1))
+    dump = dumps.read_layout(tmp_path / "d")
+    assert dump.units == {("step0", "proc"): new} and "2 runs dumped here" in dump.notes[0]
+    # a single step folder, and a rank folder, are dumps too
+    assert dumps.read_layout(tmp_path / "d" / "step0").units == {("", "proc"): new}
+    assert dumps.read_layout(new).units == {("", ""): new}
+    # two rank folders given as such pair with each other, whatever their names
+    other = write_unit(tmp_path / "e" / "step0" / "proc7", {})
+    golden, target = dumps.read_layout(new), dumps.read_layout(other)
+    assert dumps.pair(golden, target) == ([("", "")], []) and target.units == {("", ""): other}
+
+
+FRAMES = [
+    "File /venv/lib/python3.11/site-packages/torch/nn/modules/linear.py, line 134, in forward, \n return F.linear()",
+    "File /home/u/proj/train.py, line 21, in forward, \n return self.fc2(self.drop(x))",
+    "File /home/u/proj/train.py, line 40, in main, \n loss = model(x)",
+]
+
+
+def test_source_line_of_an_item_and_of_its_backward(tmp_path):
+    unit = write_unit(tmp_path / "proj" / "accuracy_dump" / "step0" / "rank0", {}, {
+        "0": [["Module.fc1.Linear.forward.0"], FRAMES[1:]],
+        "1": [["Functional.linear.0.forward", "Functional.linear.1.forward"], FRAMES],
+    })
+    line = "/home/u/proj/train.py:21 in forward: return self.fc2(self.drop(x))"
+    assert dumps.source_line(unit, "Functional.linear.1.forward.output.0") == line
+    assert dumps.source_line(unit, "Functional.linear.1.backward.input.0") == line
+    assert dumps.source_line(unit, "Module.fc1.Linear.parameters_grad.0.bias") == line
+    assert dumps.source_line(unit, "Functional.linear.10.forward.output.0") is None  # linear.1 is not linear.10
+    assert dumps.source_line(unit, "Functional.gelu.0.forward.input.0") is None
+
+
+def test_first_nan_or_inf_in_execution_order(tmp_path):
+    tensor = {"type": "torch.Tensor", "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}
+    unit = write_unit(tmp_path / "u", {
+        "Functional.linear.0.forward": {"input_args": [tensor], "output": [tensor]},
+        "Functional.exp.0.forward": {"input_args": [tensor], "output": [dict(tensor, Max=float("inf"))]},
+        "Functional.log.0.forward": {"input_args": [tensor], "output": [dict(tensor, Mean=float("nan"))]},
+    })
+    assert dumps.first_nan_inf(unit) == ("Functional.exp.0.forward", "output.0", "Max", float("inf"))
+    clean = write_unit(tmp_path / "c", {"Functional.linear.0.forward": {"output": [tensor]}})
+    assert dumps.first_nan_inf(clean) is None
+
+
+# ---- transplant compare: usage errors
+
+
+def test_compare_usage_errors(tmp_path, capsys, monkeypatch):
+    write_unit(tmp_path / "g" / "step0" / "rank0", {})
+    write_unit(tmp_path / "t" / "step1" / "rank0", {})
+    (tmp_path / "empty").mkdir()
+    cases = [
+        (["--golden", str(tmp_path / "nope"), "--target", str(tmp_path / "t")], "no such folder"),
+        (["--golden", str(tmp_path / "g"), "--target", str(tmp_path / "empty")], "no msprobe dump"),
+        (["--golden", str(tmp_path / "g"), "--target", str(tmp_path / "t")], "share no step and rank"),
+        (["--golden", str(tmp_path / "g")], "required: --target"),
+    ]
+    for args, message in cases:
+        assert main(["compare", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    monkeypatch.setattr(compare, "PACKAGE", "mindstudio-probe-not-a-package")
+    write_unit(tmp_path / "t" / "step0" / "rank0", {})
+    assert main(["compare", "--golden", str(tmp_path / "g"), "--target", str(tmp_path / "t")]) == 2
+    assert "msprobe is not installed: pip install" in capsys.readouterr().err
+
+
+# ---- end to end: original on the CPU, converted under emulate, compared
+
+needs_probe = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("msprobe") is None,
+    reason="needs PyTorch and mindstudio-probe: .ci/run installs both")
+
+
+def run(args: list, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSPLANT_EMULATE")}
+    env.update({"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MSPROBE_LOG_LEVEL": "3"})
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+def losses(proc: subprocess.CompletedProcess) -> list[str]:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = re.findall(r"^loss \S+$", proc.stdout, re.M)
+    assert len(found) == 4
+    return found
+
+
+@pytest.mark.slow
+@needs_probe
+def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_path):
+    assert run(["-m", "transplant", "-q", "-j", "1", "-i", PROJECT, "-o", tmp_path, "accuracy", "-m",
+                PROJECT / "train.py"], tmp_path).returncode == 0
+    bench, msft = tmp_path / "project_accuracy_bench", tmp_path / "project_msft_accuracy"
+    golden = losses(run(["train.py"], bench))
+    assert losses(run(["-m", "transplant", "emulate", "--strict", "train.py"], msft)) == golden
+    dump = dumps.read_layout(bench / "accuracy_dump")
+    assert sorted(dump.units) == [("step0", "proc"), ("step1", "proc")]  # the first two steps, as configured
+
+    same = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
+                msft / "accuracy_dump", "-o", tmp_path / "cmp", "--format", "json"], tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+    summary = json.loads(same.stdout)
+    assert summary["status"] == "pass" and summary["compared"] > 50
+    assert summary["pass"] == summary["compared"] and summary["first"] is None and summary["nan_inf"] is None
+    assert len(summary["tables"]) == 2 and all(Path(t).is_file() for t in summary["tables"])
+
+    # one operator's arguments changed on the NPU side: compare names where the runs part
+    script = msft / "train.py"
+    script.write_text(script.read_text().replace("F.gelu(self.fc1(x))", 'F.gelu(self.fc1(x), approximate="tanh")'))
+    shutil.rmtree(msft / "accuracy_dump")
+    losses(run(["-m", "transplant", "emulate", "--strict", "train.py"], msft))
+    differ = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
+                  msft / "accuracy_dump", "-o", tmp_path / "cmp2"], tmp_path)
+    assert differ.returncode == 1, differ.stdout + differ.stderr
+    text = differ.stdout
+    assert re.search(r"^transplant compare: \d+ items in 2 step/rank pairs: \d+ pass, [1-9]\d* warning", text, re.M)
+    first = re.search(r"^first item that does not pass \(step0/proc\): (?:Functional|Module|Tensor|Torch)\.\S+: "
+                      r"(warning|error)$", text, re.M)
+    assert first, text
+    assert re.search(r"^  called from: train\.py:\d+ in \w+: ", text, re.M), text
+    assert "full tables: " in text
+
+
+def test_a_distributed_script_is_instrumented_in_its_loop_after_its_set_up():
+    """Each rank of a script that runs distributed dumps its own rank folder (msprobe asks the
+    process group at start()); the set-up stays before the loop, the model is the wrapped one."""
+    r = instrumented("""\
+        import os
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def main():
+            dist.init_process_group("nccl")
+            model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+            for step in range(10):
+                model(torch.ones(2).cuda()).sum().backward()
+        if __name__ == "__main__":
+            main()
+        """)
+    text = r.source.decode()
+    assert "    for step in range(10):\n        accuracy_debugger.start(model)  # accuracy mode" in text
+    assert text.index("seed_all(") < text.index("def main():")
+    assert text.count("import os\n") == 1 and r.loops == [8] and not r.warnings
