@@ -42,7 +42,7 @@ def activate(torch_npu: types.ModuleType) -> None:
         start(os.environ.get(BACKING_ENV, "cpu"), os.environ.get(STRICT_ENV) == "1")
     import torch
 
-    from . import devices, extras, npu_api
+    from . import accelerator, devices, extras, npu_api
 
     backing = _state["backing"]
     devices.install(backing)
@@ -55,3 +55,4 @@ def activate(torch_npu: types.ModuleType) -> None:
             setattr(modules[parent], last, made)
     torch_npu.__version__ = f"emulated on {backing.kind} (transplant emulate)"
     torch._register_device_module("npu", modules["torch_npu.npu"])
+    accelerator.install(modules["torch_npu.npu"])
