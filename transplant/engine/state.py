@@ -47,6 +47,7 @@ class State(cst.CSTTransformer):
         self.uses: dict[str, int] = {}
         self.touched: set[str] = set()  # import-bound names with a reference rewritten away
         self.needs_npu = False
+        self.index_uses: list[cst.Integer] = []  # integer device indices (device_index.py)
         self.needs_imports: set[str] = set()
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
