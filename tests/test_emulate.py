@@ -229,8 +229,9 @@ def test_emulated_stack_behaves_as_the_cpu(tmp_path):
 
 
 def test_npu_is_not_a_device_before_import_torch_npu(tmp_path):
+    """Without PyTorch's autoload of device extensions (test_emulate_programs.py has it)."""
     (tmp_path / "early.py").write_text('import torch\ntorch.zeros(1, device="npu")\n')
-    proc = emulate(["early.py"], tmp_path)
+    proc = emulate(["early.py"], tmp_path, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert proc.returncode == 1 and "npu" in proc.stderr.splitlines()[-1]  # as on a real NPU machine
 
 

@@ -25,6 +25,12 @@ if TYPE_CHECKING:  # loaded only to check a user's rule file: most runs have non
 
 PYTORCH_VERSIONS = ("2.1", "2.6", "2.7", "2.8")
 DEFAULT_PYTORCH_VERSION = "2.8"
+AUTOLOAD_SINCE = (2, 5)  # PyTorch loads installed device extensions (torch_npu) on `import torch` since 2.5
+# An integer device index (`device = 0`, `device=0`, `.to(0)`): with torch_npu loaded, PyTorch takes it
+# for an NPU (engine/device_index.py). Matched as bytes, like the trigger words, so the pre-filter and
+# the skeleton keep such a statement.
+INDEX_DEVICE = re.compile(rb"(?:\b[A-Za-z_]*dev(?:ice)?[ \t]*=(?!=)[ \t]*|\.to[ \t]*\([ \t]*)\d+(?![\w.])"
+                          rb"(?=[ \t]*(?:[,);#\r\n]|\Z))")
 
 
 class RuleError(Exception):
@@ -72,6 +78,8 @@ class RuleSet:
     calls: tuple[bytes, ...] = ()  # method names that trigger as calls only (see _call_pattern)
     # qualified rule names: anchor word -> the other words that must also occur as identifiers
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
+    index_devices: bool = False  # report integer device indices (built-in behaviour: engine/device_index.py)
+    autoload: bool = True  # the chosen PyTorch loads torch_npu by itself (AUTOLOAD_SINCE)
 
     # The pre-filter's patterns are compiled when first searched with: a source with a trigger
     # word never needs the other two, and compiling all three is a tenth of a small run's start.
@@ -154,7 +162,8 @@ class RuleSet:
 
     def _triggered(self, data: bytes) -> bool:
         """Does a trigger word, or a call-only name called, occur in ``data``?"""
-        return self.trigger_re is not None and self.trigger_re.search(data) is not None or self._has_call(data)
+        return self.trigger_re is not None and self.trigger_re.search(data) is not None or self._has_call(data) \
+            or self.index_devices and INDEX_DEVICE.search(data) is not None
 
     def _has_call(self, data: bytes) -> bool:
         """Does one of the call-only names occur in ``data`` as a whole identifier called?"""
@@ -377,6 +386,8 @@ def load_ruleset(
                 _index(rs, Rule(kind, entry, origin, user=user))
     _add_new_name_aliases(rs)
     rs.triggers, rs.calls, rs.requires = _triggers(rs)
+    rs.index_devices = builtin
+    rs.autoload = tuple(int(part) for part in pytorch_version.split(".")) >= AUTOLOAD_SINCE
     return rs
 
 

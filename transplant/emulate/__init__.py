@@ -8,6 +8,7 @@ user's), and no other command loads it; the converter never imports it.
     devices.py   "npu" as a device name: translation of npu devices for every torch call, tensor and
                  module methods, autocast, GradScaler, the hccl backend, DistributedDataParallel
     npu_api.py   the torch_npu.npu namespace (devices, streams, events, memory, seeds, amp)
+    accelerator.py  torch.accelerator answered as on an NPU host, from the emulated torch_npu.npu
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
     coverage.py  names torch_npu has that the emulator does not emulate, and why

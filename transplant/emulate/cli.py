@@ -1,11 +1,14 @@
-"""`transplant emulate [--backing cpu|cuda] [--strict] [--force-emulation] SCRIPT [ARGS...]`.
+"""`transplant emulate [--backing cpu|cuda] [--strict] [--force-emulation] (SCRIPT | -m MODULE) [ARGS...]`.
 
-Checks the request (the script exists, torch is importable, no real torch_npu would be shadowed,
-the CUDA backing has a GPU), says on stderr that it runs the user's code because asked, then runs
-SCRIPT as ``__main__`` with ARGS, in this process, with the shim ``torch_npu`` importable. Bad
-input is one line on stderr and exit status 2. The script's own exceptions show their traceback
-as Python would show them (exit 1); a strict CUDA use is one line naming file and line (exit 1),
-also when the script caught it. No torch import before the checks pass.
+Checks the request (the script or module exists, torch is importable, no real torch_npu would be
+shadowed, the CUDA backing has a GPU), says on stderr that it runs the user's code because asked,
+then runs SCRIPT (as ``python SCRIPT``) or MODULE (as ``python -m MODULE``: the current folder first
+on sys.path, ``sys.argv[0]`` the module's file) as ``__main__`` with ARGS, in this process, with the
+shim ``torch_npu`` importable, and loaded before the program's first line where PyTorch autoloads
+device extensions (runtime.py). Bad input is one line on stderr and exit status 2. The program's own
+exceptions show their traceback as Python would show them (exit 1); its exit status is passed
+through; a strict CUDA use is one line naming file and line (exit 1), also when the program caught
+it. No torch import before the checks pass.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from . import BACKING_ENV, BACKINGS, STRICT_ENV, EmulationError
 
 SHIM = Path(__file__).resolve().parent / "shim"
 EXIT_USAGE = 2
+_VALUED = ("--backing",)  # the options that take a value (as the next word or after "=")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,7 +41,9 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="transplant emulate",
-                description="Run a converted script with torch_npu emulated on the CPU (or a CUDA GPU).",
+                usage="%(prog)s [options] SCRIPT [ARGS...]\n       %(prog)s [options] -m MODULE [ARGS...]",
+                description="Run a converted program with torch_npu emulated on the CPU (or a CUDA GPU): a "
+                            "script, or a module as 'python -m' runs it (-m pytest runs a test suite).",
                 epilog=f"Defaults come from {BACKING_ENV} and {STRICT_ENV}=1, so processes started by "
                        "run_distributed_npu.sh with TRANSPLANT_EMULATE=1 are emulated alike.")
     p.add_argument("--backing", choices=BACKINGS, default=os.environ.get(BACKING_ENV, "cpu"),
@@ -46,55 +52,113 @@ def build_parser() -> argparse.ArgumentParser:
                    help="every CUDA use left in the project's own files is an error naming file and line")
     p.add_argument("--force-emulation", action="store_true",
                    help="emulate even though a real torch_npu is installed (the emulation hides it)")
-    p.add_argument("script", type=Path, help="the converted Python script to run")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    p.add_argument("-m", dest="module", metavar="MODULE",
+                   help="run library module MODULE as a script, as 'python -m MODULE' (e.g. -m pytest)")
+    p.add_argument("script", type=Path, nargs="?", help="the converted Python script to run")
+    p.add_argument("args", nargs="*", help="arguments for the script or module")
     return p
 
 
+def split(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(emulate's own words, the program's arguments): emulate's options end at the script or at
+    ``-m MODULE``, as Python's own do; everything after belongs to the program, options included."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return argv[:i + 2], argv[i + 2:]
+        if word == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if word.startswith("-m") and not word.startswith("--"):  # -mpytest
+            return argv[:i + 1], argv[i + 1:]
+        if not word.startswith("-") or word == "-":
+            return argv[:i + 1], argv[i + 1:]
+        i += 2 if word in _VALUED else 1
+    return argv, []
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    own, program_args = split(argv)
+    args = build_parser().parse_args(own)
+    if args.module is not None and args.script is not None:  # "-m X" after the script belongs to it
+        raise SystemExit(_fail("give a SCRIPT or -m MODULE, not both"))
+    if args.module is None and args.script is None:
+        raise SystemExit(_fail("the following arguments are required: SCRIPT or -m MODULE "
+                               "(see 'transplant emulate --help')"))
+    args.args = program_args
+    return args
+
+
 def _check(args) -> str | None:
-    """Why the request cannot run, or None."""
+    """Why the request cannot run, or None (a module is looked for once torch is set up: run_module)."""
     script = args.script
-    if not script.exists():
+    if script is not None and not script.exists():
         return f"{script}: no such file"
-    if not script.is_file():
+    if script is not None and not script.is_file():
         return f"{script}: not a file"
     if importlib.util.find_spec("torch") is None:
-        return "PyTorch is not installed in this Python (emulation runs the script on the real torch)"
+        return "PyTorch is not installed in this Python (emulation runs the program on the real torch)"
     if importlib.util.find_spec("torch_npu") is not None and not args.force_emulation:
-        return ("a real torch_npu is installed in this Python; run the script with it, or pass "
+        return ("a real torch_npu is installed in this Python; run the program with it, or pass "
                 "--force-emulation to hide it behind the emulation")
     return None
+
+
+def _find_module(name: str) -> str | None:
+    """Why ``python -m name`` would not find what to run, or None."""
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            if importlib.util.find_spec(f"{name}.__main__") is None:
+                return f"{name} is a package and has no __main__ module to run"
+    except ModuleNotFoundError:
+        spec = None
+    except (ImportError, ValueError) as exc:
+        return f"{name}: {exc}"
+    return None if spec is not None else f"no module named {name}"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     problem = _check(args)
     if problem:
         return _fail(problem)
+    os.environ[BACKING_ENV] = args.backing
+    os.environ[STRICT_ENV] = "1" if args.strict else "0"
+    # the shim goes first on the path of this process and of the processes the program starts
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM), os.environ.get("PYTHONPATH")) if p)
+    what = f"-m {args.module}" if args.module else str(args.script)
+    if args.module:
+        sys.path[0] = os.getcwd()  # as `python -m MODULE` has it (not this command's folder)
+    else:
+        sys.path[0] = str(args.script.resolve().parent)  # as `python SCRIPT` has it
+    sys.path.insert(1, str(SHIM))  # before torch is imported: its autoload finds the emulated torch_npu
     if args.backing == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             return _fail("--backing cuda: this PyTorch sees no CUDA GPU")
-    script = args.script.resolve()
-    os.environ[BACKING_ENV] = args.backing
-    os.environ[STRICT_ENV] = "1" if args.strict else "0"
-    # the shim goes first on the path of this process and of the processes the script starts
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM), os.environ.get("PYTHONPATH")) if p)
-    print(f"transplant emulate: running {args.script} (your code, as you asked) with torch_npu emulated on "
+    if args.module:
+        problem = _find_module(args.module)
+        if problem:
+            return _fail(problem)
+    print(f"transplant emulate: running {what} (your code, as you asked) with torch_npu emulated on "
           f"the {args.backing}{', strict' if args.strict else ''}", file=sys.stderr, flush=True)
 
     from . import runtime
 
     checker = runtime.start(args.backing, args.strict)
-    sys.argv = [str(args.script), *args.args]
-    sys.path[0] = str(script.parent)  # as `python SCRIPT` has it (not this command's folder)
-    sys.path.insert(0, str(SHIM))
-    status = _run(script, checker)
+    runtime.autoload()
+    if args.module:
+        sys.argv = [args.module, *args.args]  # run_module puts the module's file first, as python -m does
+        status = _run(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True), checker)
+    else:
+        sys.argv = [str(args.script), *args.args]
+        status = _run(lambda: runpy.run_path(str(args.script.resolve()), run_name="__main__"), checker)
     if checker is not None and checker.uses:
         for use in dict.fromkeys(checker.uses):
             print(f"transplant emulate: error: {use}", file=sys.stderr)
@@ -102,9 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def _run(script: Path, checker) -> int:
+def _ours(filename: str) -> bool:
+    """A frame of this module or of runpy, which the program's traceback leaves out."""
+    return filename in (__file__, runpy.__file__) or filename.startswith("<frozen runpy")
+
+
+def _run(program, checker) -> int:
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        program()
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
@@ -117,9 +186,9 @@ def _run(script: Path, checker) -> int:
     except KeyboardInterrupt:
         print("transplant emulate: interrupted", file=sys.stderr)
         return 130
-    except BaseException as exc:  # the script's own failure: its traceback, as `python SCRIPT` shows it
+    except BaseException as exc:  # the program's own failure: its traceback, as `python SCRIPT` shows it
         tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != str(script) and tb.tb_next is not None:
+        while tb is not None and _ours(tb.tb_frame.f_code.co_filename) and tb.tb_next is not None:
             tb = tb.tb_next  # leave out this module's and runpy's frames
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1

@@ -154,22 +154,10 @@ def install(backing: Backing) -> None:
 
 
 def _accelerator(backing: Backing) -> None:
-    """torch.accelerator as without the emulation: renaming PrivateUse1 makes torch's C++ side take
-    "npu" for this machine's accelerator, and code such as the DataLoader would ask it for devices."""
-    accelerator = torch.accelerator
+    """torch's C++ side as without the emulation: renaming PrivateUse1 makes it take "npu" for this
+    machine's accelerator, and the process group's default backend and barrier would look for npu
+    collectives. torch.accelerator itself answers as on an NPU host (accelerator.py)."""
     torch._C._get_accelerator = lambda: torch.device(backing.kind)  # used by dist.barrier, FSDP, ...
-    if backing.kind == "cpu":
-        accelerator.current_accelerator = lambda check_available=False: None
-        accelerator.is_available = lambda: False
-        accelerator.device_count = lambda: 0
-        return
-    cuda = torch.cuda
-    accelerator.current_accelerator = lambda check_available=False: torch.device("cuda")
-    accelerator.is_available, accelerator.device_count = cuda.is_available, cuda.device_count
-    accelerator.current_device_index = accelerator.current_device_idx = cuda.current_device
-    accelerator.set_device_index = accelerator.set_device_idx = cuda.set_device
-    accelerator.current_stream, accelerator.set_stream = cuda.current_stream, cuda.set_stream
-    accelerator.synchronize = cuda.synchronize
 
 
 def _methods(backing: Backing) -> None:

@@ -1,7 +1,7 @@
 """The emulated torch_npu.profiler, torch_npu.optim, torch_npu.contrib and torch_npu.utils.
 
 The profiler is torch.profiler with the NPU activity read as the backing device's (CUDA, or
-nothing more than the CPU activity); the fused optimizers are torch.optim's optimizers of the same
+nothing more than the CPU activity), keeping the activities it was given for the program to read; the fused optimizers are torch.optim's optimizers of the same
 algorithm; contrib modules with a torch equivalent are that module. Names without one are
 NotEmulated (coverage.py). This module builds namespaces only.
 """
@@ -39,6 +39,8 @@ def _profiler(backing: Backing) -> dict:
     class profile(torch_profiler.profile):  # noqa: N801 - torch_npu's name
         def __init__(self, *, activities=None, experimental_config=None, **kwargs):
             super().__init__(activities=activities_on_backing(activities), **kwargs)
+            if activities is not None:
+                self.activities = _Activities(activities, self.activities)
 
     def tensorboard_trace_handler(dir_name, worker_name=None, analyse_flag=True, async_mode=False):
         return torch_profiler.tensorboard_trace_handler(dir_name, worker_name)
@@ -50,6 +52,19 @@ def _profiler(backing: Backing) -> dict:
     return dict(profile=profile, schedule=torch_profiler.schedule, ProfilerAction=torch_profiler.ProfilerAction,
                 ProfilerActivity=ProfilerActivity, tensorboard_trace_handler=tensorboard_trace_handler,
                 _ExperimentalConfig=ExperimentalConfig, record_function=torch_profiler.record_function)
+
+
+class _Activities(set):
+    """A profiler's activities: the values the program gave (torch_npu.profiler.ProfilerActivity), as
+    it reads them back; torch's own checks (``ProfilerActivity.CPU in self.activities``) also find the
+    torch activities they stand for on the backing device."""
+
+    def __init__(self, given, on_backing):
+        super().__init__(given)
+        self.on_backing = frozenset(on_backing)
+
+    def __contains__(self, item):
+        return set.__contains__(self, item) or item in self.on_backing
 
 
 def _patch_autograd_profiler(backing: Backing) -> None:

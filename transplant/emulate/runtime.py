@@ -1,8 +1,11 @@
 """Starting emulation in a process: start() when the process begins, activate() on ``import torch_npu``.
 
 start() imports torch, enters the device mode and, with --strict, installs the CUDA-use checks, so
-they see the script from its first line. activate() is run by the shim package's ``torch_npu``:
-it makes "npu" a device and fills the torch_npu module with the emulated namespaces. A process
+they see the script from its first line. With the shim on the path, PyTorch's device-extension
+autoload (>= 2.5, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0) imports the emulated torch_npu during
+``import torch``, through the entry point in shim/torch_npu-0+emulated.dist-info; autoload() makes
+sure of it before the program's first line. activate() is run by the shim package's ``torch_npu``: it
+makes "npu" a device and fills the torch_npu module with the emulated namespaces. A process
 that imports the shim without start() (a child the script started with the shim on PYTHONPATH)
 starts from the environment. This module wires the others together and owns no behaviour.
 """
@@ -20,6 +23,8 @@ _state: dict = {}
 
 def start(backing_kind: str, strict: bool):
     """Prepare this process; returns the strict Checker (or None)."""
+    import torch  # noqa: F401 - with the shim on the path, this may autoload torch_npu, which starts us first
+
     if "backing" in _state:
         return _state["checker"]
     from . import devices
@@ -36,13 +41,29 @@ def start(backing_kind: str, strict: bool):
     return checker
 
 
+def autoloads() -> bool:
+    """Whether this PyTorch loads installed device extensions on ``import torch`` (>= 2.5, unless
+    TORCH_DEVICE_BACKEND_AUTOLOAD says otherwise), so that torch_npu is there without an import."""
+    import torch
+
+    enabled = getattr(torch, "_is_device_backend_autoload_enabled", None)
+    return enabled is not None and enabled()
+
+
+def autoload() -> None:
+    """Before the program's first line: load the emulated torch_npu where PyTorch would have loaded a
+    real one (in processes the program starts, ``import torch`` does it through the shim's entry point)."""
+    if autoloads():
+        import torch_npu  # noqa: F401 - the shim on sys.path
+
+
 def activate(torch_npu: types.ModuleType) -> None:
     """Fill the shim's ``torch_npu`` module and make "npu" a device."""
     if "backing" not in _state:
         start(os.environ.get(BACKING_ENV, "cpu"), os.environ.get(STRICT_ENV) == "1")
     import torch
 
-    from . import devices, extras, npu_api
+    from . import accelerator, devices, extras, npu_api
 
     backing = _state["backing"]
     devices.install(backing)
@@ -55,3 +76,4 @@ def activate(torch_npu: types.ModuleType) -> None:
             setattr(modules[parent], last, made)
     torch_npu.__version__ = f"emulated on {backing.kind} (transplant emulate)"
     torch._register_device_module("npu", modules["torch_npu.npu"])
+    accelerator.install(modules["torch_npu.npu"])

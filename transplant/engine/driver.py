@@ -22,6 +22,7 @@ from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
 from .bindings import NO_STARS, StarNames, analyse_imports, apply_stars, star_module
 from .cst_util import first_line
+from .device_index import finish as finish_index_devices
 from .flow import flow_of
 from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
     insertion_index
@@ -165,6 +166,8 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         new_module = module.visit(conv)
     except RecursionError:
         raise SourceError("source is nested too deeply to convert") from None
+    finish_index_devices(conv, any(q.split(".")[0] == "torch" for q in bindings.original.values()),
+                         imports_module(bindings, "torch_npu"))
     if (shim := conv.shim_note()) is not None:  # another backend's layer over torch.cuda: left whole
         conv.pending, conv.touched, conv.needs_npu, conv.needs_imports = [shim], set(), False, set()
     else:
@@ -187,7 +190,7 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     # statement new imports follow
     index = insertion_index(module.body)
     anchor = insertion_anchor(module.body, index)
-    if not any(p.level == "fix" for p in pending):  # findings only: nothing is rewritten
+    if not any(p.level == "fix" for p in pending) and not conv.needs_npu:  # findings only: nothing is rewritten
         positions, original_bytes = node_positions(module, [p.anchor for p in pending]), b""
     elif source is not None and not source.endswith(b"\r"):
         # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
@@ -222,7 +225,7 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
                             old=first_line(module.code_for_node(p.anchor)))
         for p in pending
     ]
-    if not any(r.is_change for r in records):
+    if not any(r.is_change for r in records) and not conv.needs_npu:
         return Conversion(None, sorted(records, key=_order)), set()
 
     # imports are added before pruning, so an anchor statement that pruning removes is still there

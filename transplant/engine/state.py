@@ -47,6 +47,7 @@ class State(cst.CSTTransformer):
         self.uses: dict[str, int] = {}
         self.touched: set[str] = set()  # import-bound names with a reference rewritten away
         self.needs_npu = False
+        self.index_uses: list[cst.Integer] = []  # integer device indices (device_index.py)
         self.needs_imports: set[str] = set()
         self.kept: dict[int, str] = {}  # nodes of code that already handles NPU -> why (npu_aware.py)
         self.kept_quiet: set[int] = set()  # those of them in tests and collections

@@ -10,6 +10,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * values.py      device/backend values by their place (assignments, parameters, dicts)
 * device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
 * argv.py        command lines written as lists (``["--device", "cuda"]``)
+* device_index.py  integer device indices (``device = 0``, ``.to(0)``), which mean the NPU with torch_npu
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
 * named_strings.py  strings naming renamed APIs (``@patch("torch.cuda.synchronize")``, getattr pairs)
@@ -26,6 +27,7 @@ from __future__ import annotations
 from .argv import ArgvHandlers
 from .calls import CallHandlers
 from .commands import CommandHandlers
+from .device_index import DeviceIndexHandlers
 from .imports import ImportHandlers
 from .members import MemberHandlers
 from .named_strings import NamedStringHandlers
@@ -38,7 +40,7 @@ from .device_tests import DeviceTestHandlers
 
 
 class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
-                MemberHandlers, RedirectHandlers, NamedStringHandlers,
+                DeviceIndexHandlers, MemberHandlers, RedirectHandlers, NamedStringHandlers,
                 TargetMemberHandlers, ReceiverHandlers, ImportHandlers):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
 

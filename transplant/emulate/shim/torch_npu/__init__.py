@@ -11,6 +11,11 @@ from transplant.emulate.runtime import activate
 activate(sys.modules[__name__])
 
 
+def _autoload():
+    """The ``torch.backends`` entry point (see ../torch_npu-0+emulated.dist-info): with PyTorch >= 2.5,
+    ``import torch`` imports this package, as it imports torch_npu on an NPU host; nothing more to do."""
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
