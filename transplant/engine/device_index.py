@@ -32,7 +32,8 @@ def _device_name(node: cst.BaseExpression) -> bool:
 
 
 class DeviceIndexHandlers(State):
-    """Collects integer device indices (``index_uses``); owns visit_Call and visit_SimpleStatementLine."""
+    """Collects integer device indices (``index_uses``); owns visit_SimpleStatementLine; its index_call runs
+    from RedirectHandlers.visit_Call."""
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         if not self.rules.index_devices:
@@ -44,7 +45,8 @@ class DeviceIndexHandlers(State):
             elif isinstance(statement, cst.AnnAssign) and _index(statement.value) and _device_name(statement.target):
                 self.index_uses.append(statement.value)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def index_call(self, node: cst.Call) -> None:
+        """Called by RedirectHandlers.visit_Call (one owner per visit method: test_structure)."""
         if not self.rules.index_devices:
             return
         for i, arg in enumerate(node.args):

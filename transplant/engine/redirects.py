@@ -74,6 +74,7 @@ class RedirectHandlers(State):
         self._redirect_target(node.target, None, verb="deleted")
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.index_call(node)  # integer device indices (device_index.py)
         func = node.func
         if (isinstance(func, cst.Name) and func.value in ("setattr", "delattr") and node.args
                 and not any(func.value in scope for scope in self.shadow)):

@@ -19,7 +19,7 @@ import ast
 import posixpath
 import re
 
-from ..formats.data import load
+from ..resources import project_data as load
 from ..records import CODES, Record
 from .pynames import bindings, column, dotted, import_bindings, qualify
 from .stars import resolve
