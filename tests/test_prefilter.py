@@ -222,8 +222,8 @@ def _reference_convert(source: bytes, rules, monkeypatch: pytest.MonkeyPatch) ->
     full_once = driver._convert_once
     with monkeypatch.context() as m:
         m.setattr(driver, "skeleton", lambda *args: None)
-        m.setattr(driver, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None, stars=driver.NO_STARS:
-                  full_once(module, rules, excluded, skip, None, None, stars=stars))
+        m.setattr(driver, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None, stars=driver.NO_STARS,
+                  guards=None: full_once(module, rules, excluded, skip, None, None, stars=stars, guards=guards))
         m.setattr(driver, "imports_torch_cuda", lambda bindings: True)
         return engine.convert(source, rules)
 

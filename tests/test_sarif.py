@@ -170,6 +170,7 @@ def test_levels_of_rules_and_results(work, capsys):
                         "TP105": "warning", "TP106": "warning", "TP201": "error", "TP202": "warning",
                         "TP203": "note", "TP900": "error", "TP107": "warning", "TP204": "error",
                         "TP205": "warning", "TP206": "warning", "TP207": "warning",
+                        "TP240": "note", "TP241": "warning", "TP242": "warning", "TP243": "warning",  # guards
                         **{f"TP30{i}": "warning" for i in range(1, 7)}}  # distributed mode
     seen = {r["ruleId"]: r["level"] for r in run["results"]}
     assert seen["TP202"] == "warning"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..project import NO_FACTS, ProjectFacts
 from ..project.builds import NPU_ROUTE
@@ -77,8 +77,6 @@ class Guards:
 
 
 def _with_warning(record: Record, text: str) -> Record:
-    from dataclasses import replace
-
     return replace(record, message=f"{record.message}; warning: {text}")
 
 
