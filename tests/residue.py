@@ -25,7 +25,10 @@ def library_modules() -> set[str]:
     out = set()
     for path in (REPO / "rules").glob("*.json"):
         if path.name != "schema.json":
-            out |= {r["module"] for r in json.loads(path.read_text())["rules"].get("LibraryRule", [])}
+            # a library the project scan reports (Triton, once per kernel; triton-ascend runs it on NPU)
+            # is not a tie the engine must name at every use
+            out |= {r["module"] for r in json.loads(path.read_text())["rules"].get("LibraryRule", [])
+                    if r.get("reported_by") != "project"}
     return out
 
 
