@@ -27,7 +27,10 @@ def library_modules() -> tuple[set[str], set[str]]:
     for path in (REPO / "rules").glob("*.json"):
         if path.name != "schema.json":
             for rule in json.loads(path.read_text())["rules"].get("LibraryRule", []):
-                out.add(rule["module"])
+                # a library the project scan reports (Triton, once per kernel; triton-ascend runs it on
+                # NPU) is not a tie the engine must name at every use
+                if rule.get("reported_by") != "project":
+                    out.add(rule["module"])
                 portable |= set(rule.get("portable", ()))
     return out, portable
 
