@@ -10,14 +10,13 @@ Evidence, read from the file alone (no types are inferred):
 * for a tensor: a call of a torch function (``torch.randn(...)``, ``torch.nn.functional.relu(...)``),
   of a method only tensors have (``x.detach()``, ``.contiguous()``, ``.view(...)``, and the device
   and dtype casts ``.float()``, ``.cuda()``, ``.to(...)``), an index or arithmetic of a tensor, a
-  parameter or variable annotated ``torch.Tensor``, a variable last assigned a tensor in the same
-  function (or, for statements the skeleton folded away, assigned only tensors in the file), the
-  result of a tensor method on a tensor (``logits.argmax(-1)``, not ``.size()`` or ``.tolist()``);
+  parameter annotated ``torch.Tensor``, a variable assigned only tensors in the file, the result
+  of a tensor method on a tensor (``logits.argmax(-1)``, not ``.size()`` or ``.tolist()``);
 * for a module: a call of a ``torch.nn`` class (``nn.Linear(4, 2)``), or a variable assigned one.
 
-Owns the parameter and assignment visitors it needs (``visit_FunctionDef_params``,
-``leave_FunctionDef_body``, ``leave_Assign_value``, ``leave_AnnAssign_annotation``); calls.py asks
-``_method_finding``.
+Owns the visitors of parameters it needs (``visit_FunctionDef_params``, ``leave_FunctionDef_body``);
+assignments are read off the file's text, so that a conversion through the skeleton and one of the
+whole source agree; calls.py asks ``_method_finding``.
 """
 
 from __future__ import annotations
@@ -67,24 +66,6 @@ class ReceiverHandlers(State):
     def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
         self.known_objects.pop()
 
-    def leave_Assign_value(self, node: cst.Assign) -> None:
-        kind = self._kind_of(node.value)
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                self._remember(target.target.value, kind)
-
-    def leave_AnnAssign_annotation(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            kind = self._annotated(node.annotation.annotation)
-            self._remember(node.target.value, kind or (self._kind_of(node.value) if node.value is not None else None))
-
-    def _remember(self, name: str, kind: str | None) -> None:
-        scope = self.known_objects[-1]
-        if kind is None:
-            scope.pop(name, None)
-        else:
-            scope[name] = kind
-
     def _annotated(self, annotation: cst.BaseExpression) -> str | None:
         if isinstance(annotation, cst.SimpleString):
             text = annotation.value.strip("'\"")
@@ -96,7 +77,7 @@ class ReceiverHandlers(State):
         """TENSOR or MODULE when ``expr`` evidently is one (see the module docstring), else None."""
         if isinstance(expr, cst.Name):
             scope = self.known_objects[-1]
-            return scope[expr.value] if expr.value in scope else self._folded_kind(expr.value)
+            return scope[expr.value] if expr.value in scope else self._assigned_kind(expr.value)
         if isinstance(expr, cst.Subscript):
             return TENSOR if self._kind_of(expr.value) == TENSOR else None
         if isinstance(expr, cst.BinaryOperation):
@@ -124,25 +105,27 @@ class ReceiverHandlers(State):
             return TENSOR if self._kind_of(func.value) == TENSOR else None  # logits.argmax(dim=-1)
         return None
 
-    def _folded_kind(self, name: str) -> str | None:
-        """What ``name`` holds by its assignments in the statements the skeleton folded away (where
-        most plain ``probs = F.softmax(...)`` lines are): the kind all of them agree on, if any. A
-        name is a name for the whole file here, as in flow.py."""
-        cache = self.__dict__.setdefault("_folded_kinds", {})
+    def _assigned_kind(self, name: str) -> str | None:
+        """What ``name`` holds by its assignments (``probs = F.softmax(...)``) anywhere in the file,
+        read off its text (the skeleton folds most such lines away, so the traversal does not see
+        them): the kind all of them agree on, if any. A name is a name for the whole file here, as
+        in flow.py."""
+        cache = self.__dict__.setdefault("_assigned_kinds", {})
         if name in cache:
             return cache[name]
         cache[name] = None  # (an assignment from itself is no evidence)
+        if "_file_text" not in self.__dict__:
+            self.__dict__["_file_text"] = b"\n".join([self.module.bytes, *self.folds])
         kinds = set()
         pattern = re.compile(rb"^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]+)",
                              re.MULTILINE)
-        for fold in self.folds:
-            for m in pattern.finditer(fold):
-                try:
-                    value = cst.parse_expression(m.group(1).decode("utf-8").strip().rstrip("\\"))
-                except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
-                    kinds.add(None)
-                    continue
-                kinds.add(self._kind_of(value))
+        for m in pattern.finditer(self.__dict__["_file_text"]):
+            try:
+                value = cst.parse_expression(m.group(1).decode("utf-8").strip().rstrip("\\"))
+            except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
+                kinds.add(None)
+                continue
+            kinds.add(self._kind_of(value))
         cache[name] = kind = kinds.pop() if len(kinds) == 1 else None
         return kind
 

@@ -141,11 +141,13 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _patched(qualified: str) -> bool:
-    """Is ``qualified`` in torch.cuda, or a member of one of torch's classes other backends patch?"""
+    """Is ``qualified`` in torch.cuda, or a CUDA member (``is_cuda``, ``cuda``) of one of torch's
+    classes other backends patch? (A member of another name, ``torch.Tensor.npu``, is no CUDA name:
+    like every statement without one, the skeleton folds it away.)"""
     if namespace.in_namespace(qualified):
         return True
-    owner = qualified.rsplit(".", 1)[0]
-    return owner in PATCHED_CLASSES
+    owner, member = qualified.rsplit(".", 1)
+    return owner in PATCHED_CLASSES and "cuda" in member
 
 
 def _names_backend(value: cst.CSTNode | None) -> bool:
