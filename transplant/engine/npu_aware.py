@@ -32,8 +32,9 @@ from .literals import DEVICE_STR, is_device_template
 
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
+NPU_WORD_BYTES = re.compile(rb"npu(?<![A-Za-z0-9]npu)")  # (literal first: a fast scan)
 # an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
-NPU_STRING_BYTES = re.compile(rb"""['"]npu[:'"]""")
+NPU_STRING_BYTES = re.compile(rb"""npu(?<=['"]npu)[:'"]""")
 # a test for NPU in statements the skeleton folded away (they hold no CUDA word, so they are read
 # as bytes): a comparison with an "npu" string, an NPU availability test
 NPU_TEST_BYTES = re.compile(rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]npu(?::\d*)?['"]\s*(?:==|!=)"""
@@ -174,7 +175,7 @@ class _Finder(cst.CSTVisitor):
 def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:
     """(id of every node that must stay as it is -> why, the ids of those in tests and collections),
     empty for a file that never names NPU. ``text`` is the whole source (folded statements too)."""
-    if b"npu" not in text:
+    if NPU_WORD_BYTES.search(text) is None:  # ("inputs" is no NPU word)
         return {}, set()
     finder = _Finder(NPU_TEST_BYTES.search(text) is not None)
     module.visit(finder)
