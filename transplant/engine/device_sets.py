@@ -21,7 +21,7 @@ from .cst_util import string_value
 from .literals import DEVICE_STR, is_device_template
 
 # `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU) one, assigned
-GATE = re.compile(rb"""\w\s*=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu)""")
+GATE = re.compile(rb"""=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu)""")
 DEVICE_WORDS = re.compile(r"^(cpu|cuda|npu|mps|xpu|meta|hpu|xla)(:\d+)?$")
 MUTATORS = frozenset({"append", "add", "insert", "extend"})
 

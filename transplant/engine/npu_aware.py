@@ -7,6 +7,9 @@ project already tells NPU from CUDA there:
   ``torch_npu``, ``is_npu_available()``, ``use_npu``): every test of it, and the branches for
   the other devices (else included); the NPU branches are converted as usual. Converting the CUDA
   branch would make a second NPU branch and leave the project's own one dead;
+* a bare ``torch.cuda.X()`` call statement in a block with such an ``if``
+  (``torch.cuda.empty_cache()`` then ``if device == "npu": torch.npu.empty_cache()``): converting
+  it would flush NPU's cache twice;
 * a dict with an ``"npu"`` key and a list, set or tuple with an ``"npu"`` element (``choices``):
   whole, so that no entry is duplicated;
 * in a file that tests for NPU somewhere (such a chain or match, a comparison with ``"npu"``), a
@@ -32,8 +35,9 @@ from .literals import DEVICE_STR, is_device_template
 
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
+NPU_WORD_BYTES = re.compile(rb"npu(?<![A-Za-z0-9]npu)")  # (literal first: a fast scan)
 # an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
-NPU_STRING_BYTES = re.compile(rb"""['"]npu[:'"]""")
+NPU_STRING_BYTES = re.compile(rb"""npu(?<=['"]npu)[:'"]""")
 # a test for NPU in statements the skeleton folded away (they hold no CUDA word, so they are read
 # as bytes): a comparison with an "npu" string, an NPU availability test
 NPU_TEST_BYTES = re.compile(rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]npu(?::\d*)?['"]\s*(?:==|!=)"""
@@ -42,6 +46,7 @@ NPU_TEST_BYTES = re.compile(rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]
 CHAIN = "a branch for another device of an if/elif chain that already handles NPU"
 MATCH = "a case for another device of a match that already handles NPU"
 COLLECTION = "a collection that already names NPU (no entry is duplicated)"
+SIBLING = "a CUDA call beside an if that handles NPU itself"
 TEST = "a 'cuda' test in a file that already tells NPU from CUDA: it means CUDA"
 
 
@@ -60,6 +65,15 @@ def _cuda_string(node: cst.CSTNode) -> bool:
         value = string_value(node)
         return value is not None and DEVICE_STR.match(value) is not None
     return isinstance(node, cst.BaseExpression) and is_device_template(node)
+
+
+def _cuda_api(func: cst.BaseExpression) -> bool:
+    """A call of ``torch.cuda.<name>`` (spelled so)."""
+    parts = []
+    while isinstance(func, cst.Attribute):
+        parts.append(func.attr.value)
+        func = func.value
+    return isinstance(func, cst.Name) and func.value == "torch" and parts[-1:] == ["cuda"] and len(parts) >= 2
 
 
 def _walk(node: cst.CSTNode):
@@ -115,6 +129,25 @@ class _Finder(cst.CSTVisitor):
         elif any(self._cuda_test(test) for test, _ in branches if test is not None):
             self._tests += [(test, True) for test, _ in branches if test is not None]
             self._tests.append((node, False))
+
+    # torch.cuda.empty_cache() next to `if device == "npu": torch.npu.empty_cache()`: the project
+    # flushes each device's cache itself; converting the CUDA call would flush NPU's twice
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._siblings(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._siblings(node.body)
+
+    def _siblings(self, body) -> None:
+        if not any(isinstance(stmt, cst.If) and names_npu(stmt.test) for stmt in body):
+            return
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                    isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                    and _cuda_api(small.value.func) for small in stmt.body):
+                self.aware = True
+                self._keep(stmt, SIBLING)
 
     def visit_Match(self, node: cst.Match) -> None:
         if any(names_npu(case.pattern) for case in node.cases):
@@ -174,7 +207,7 @@ class _Finder(cst.CSTVisitor):
 def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:
     """(id of every node that must stay as it is -> why, the ids of those in tests and collections),
     empty for a file that never names NPU. ``text`` is the whole source (folded statements too)."""
-    if b"npu" not in text:
+    if NPU_WORD_BYTES.search(text) is None:  # ("inputs" is no NPU word)
         return {}, set()
     finder = _Finder(NPU_TEST_BYTES.search(text) is not None)
     module.visit(finder)
