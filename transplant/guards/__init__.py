@@ -80,6 +80,10 @@ def _with_warning(record: Record, text: str) -> Record:
     return replace(record, message=f"{record.message}; warning: {text}")
 
 
+# cuda-python's modules (cuda.cuda, cuda.bindings) begin with a word every CUDA file has: their import is the evidence
+_CUDA_PYTHON = re.compile(rb"(?:^|[\s;])(?:from|import)\s+cuda\b")
+
+
 def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> bool:
     """Can ``analyse`` find anything in ``source``? (every finding needs one of these words)"""
     if b"cuda" not in source:
@@ -88,6 +92,7 @@ def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> 
         return True
     # a library's first and last name parts (nvidia and dali: also "from nvidia import dali")
     return any(all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
+               and (module.split(".")[0] != "cuda" or _CUDA_PYTHON.search(source))
                for module in rules.library_q) or (
         bool(facts.modules or facts.namespaces) and facts.may_match(source))
 
