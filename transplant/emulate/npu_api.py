@@ -253,6 +253,7 @@ def build(backing: Backing) -> dict[str, types.ModuleType]:
     kind = backing.kind
     api.update(
         get_autocast_dtype=lambda: torch.get_autocast_dtype(kind),
+        is_autocast_enabled=lambda: torch.is_autocast_enabled(kind),
         set_autocast_dtype=lambda dtype: torch.set_autocast_dtype(kind, dtype),
         matmul=types.SimpleNamespace(allow_hf32=False), conv=types.SimpleNamespace(allow_hf32=True),
     )
