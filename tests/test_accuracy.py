@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, cached_ruleset
+from conftest import FIXTURES, REPO
 from transplant.accuracy import compare, dumps
 from transplant.accuracy.instrument import instrument
 from transplant.cli import main

@@ -90,4 +90,5 @@ def test_bare_emulate_asks_for_the_script():
                           cwd=REPO, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr == ("transplant emulate: error: no SCRIPT given: transplant emulate [options] SCRIPT "
-                           "[ARGS...] (see 'transplant emulate --help')\n")
+                           "[ARGS...] or transplant emulate [options] -m MODULE [ARGS...] "
+                           "(see 'transplant emulate --help')\n")

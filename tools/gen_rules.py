@@ -61,7 +61,7 @@ SINCE = {
     "torch_npu.npu.streams.ExternalStream": ("2.9", f"absent from torch_npu/npu/streams.py of the {_NPU_BRANCHES}; present from v2.9.0"),
     "torch_npu.npu.ExternalStream.npu_stream": ("2.9", f"ExternalStream is absent from the {_NPU_BRANCHES}; present from v2.9.0"),
     "torch_npu.npu.npurt": ("2.9", f"absent from torch_npu/npu/__init__.py of the {_NPU_BRANCHES}; present from v2.9.0"),
-    "torch_npu.npu.mstx.annotate": ("2.9", f"absent from torch_npu/npu/mstx.py of v2.8.0-26.0.0 and older; present from v2.9.0"),
+    "torch_npu.npu.mstx.annotate": ("2.9", "absent from torch_npu/npu/mstx.py of v2.8.0-26.0.0 and older; present from v2.9.0"),
     "torch_npu.npu.get_per_process_memory_fraction": ("2.7", "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1"),
     "torch_npu.npu.memory.get_per_process_memory_fraction": ("2.7", "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1"),
 }

@@ -106,7 +106,7 @@ def _compare(args: argparse.Namespace) -> int:
         return _fail(f"the dumps share no step and rank (golden: {dumps.describe(golden)}; "
                      f"target: {dumps.describe(target)})")
     if not _installed():
-        return _fail(f"msprobe is not installed: pip install {PACKAGE} (or: pip install 'transplant[accuracy]')")
+        return _fail(f"msprobe is not installed: pip install {PACKAGE} (or: pip install 'transplant-npu[accuracy]')")
     summary = Summary(notes=golden.notes + target.notes + notes)
     try:
         args.output.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,8 @@ _VALUED = ("--backing",)  # the options that take a value (as the next word or a
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         if message.startswith("the following arguments are required: script"):  # argparse counts ARGS too
-            message = "no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...]"
+            message = ("no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...] "
+                       "or transplant emulate [options] -m MODULE [ARGS...]")
         raise SystemExit(_fail(f"{message} (see 'transplant emulate --help')"))
 
 
@@ -83,8 +84,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.module is not None and args.script is not None:  # "-m X" after the script belongs to it
         raise SystemExit(_fail("give a SCRIPT or -m MODULE, not both"))
     if args.module is None and args.script is None:
-        raise SystemExit(_fail("the following arguments are required: SCRIPT or -m MODULE "
-                               "(see 'transplant emulate --help')"))
+        raise SystemExit(_fail("no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...] "
+                               "or transplant emulate [options] -m MODULE [ARGS...] (see 'transplant emulate --help')"))
     args.args = program_args
     return args
 
