@@ -101,7 +101,7 @@ def test_m_module_means_what_python_m_means(tmp_path):
                           (["-m", "lib.nothing"], "no module named lib.nothing"),
                           (["-m", "lib"], "lib is a package and has no __main__ module to run"),
                           (["-m"], "expected one argument"),
-                          (["--strict"], "required: SCRIPT or -m MODULE")):
+                          (["--strict"], "no SCRIPT given")):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.splitlines() == [proc.stderr.splitlines()[0]] and message in proc.stderr, proc.stderr

@@ -268,6 +268,22 @@ def test_shortcuts_equal_full_traversal_on_snippets(source: str, monkeypatch: py
         slow.new, [dataclasses.astuple(r) for r in slow.records])
 
 
+@pytest.mark.parametrize("source, expected", [
+    # an added import that must come before its first use follows the right one of two equal lines,
+    # and the skeleton (which folds those lines into one marker) gives the same bytes and records
+    (b"x.chalf\nx.chalf\ndevice = 'cuda'\nimport torch\ntorch.cuda.synchronize()\n",
+     b"x.chalf\nx.chalf\nimport torch_npu\ndevice = 'npu'\nimport torch\ntorch_npu.npu.synchronize()\n"),
+    (b"step()\nstep()\nstep()\ndevice = 'cuda:0'\nimport torch\ntorch.cuda.synchronize()\n",
+     b"step()\nstep()\nstep()\nimport torch_npu\ndevice = 'npu:0'\nimport torch\ntorch_npu.npu.synchronize()\n"),
+])
+def test_an_added_import_follows_the_right_one_of_equal_lines(source: bytes, expected: bytes,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = engine.convert(source, RULES)
+    slow = _reference_convert(source, RULES, monkeypatch)
+    assert fast.new == slow.new == expected
+    assert [dataclasses.astuple(r) for r in fast.records] == [dataclasses.astuple(r) for r in slow.records]
+
+
 def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rule_file = tmp_path / "rules.json"
     rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "zlib_gpu.launch", '

@@ -206,6 +206,8 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     first_use = min((positions[id(a)][0] for a in conv.npu_uses if id(a) in positions), default=None)
     earlier = earliest_index(module.body, index, first_use, positions)
     if earlier != index:
+        if skel is not None and earlier > 0 and positions.get(id(module.body[earlier - 1]), (0,))[0] in skel.starts:
+            raise _Unfold  # the import would follow folded statements, which have no line of their own here
         index, anchor = earlier, insertion_anchor(module.body, earlier)
     if skel is not None:
         positions = {key: skel.position(pos) for key, pos in positions.items()}
@@ -239,8 +241,10 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         # torch_npu right after torch when both are added
         to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
     if to_import:
-        new_module = insert_imports(new_module, to_import,
-                                     module.code_for_node(module.body[index - 1]) if index > 0 else None)
+        after = module.code_for_node(module.body[index - 1]) if index > 0 else None
+        # which of the statements with that text it is (the same line may stand twice)
+        occurrence = sum(module.code_for_node(stmt) == after for stmt in module.body[:index]) if after else 1
+        new_module = insert_imports(new_module, to_import, after, occurrence)
         line = positions.get(id(anchor[0]), positions.get(id(module.body[index - 1]), (1,)))[0] if anchor else 1
         # (the line of the statement they follow)
         for name in to_import:

@@ -209,18 +209,21 @@ def insertion_anchor(body: Sequence[cst.BaseStatement], index: int) -> list[cst.
     return [anchor]
 
 
-def insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str | None) -> cst.Module:
+def insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str | None,
+                   occurrence: int = 1) -> cst.Module:
     """Insert ``import NAME`` lines after the converted form of the original anchor statement.
 
-    ``anchor_code`` is the source of the original statement the imports follow (None: at the top).
-    It is usually unchanged by the conversion and found as it is; when it was rewritten (a
-    ``from torch.cuda...`` import, say), the anchor is looked for again in the converted body.
+    ``anchor_code`` is the source of the original statement the imports follow (None: at the top),
+    and ``occurrence`` which of the statements with that source it is (two top-level ``x.step()``
+    lines are the same text). It is usually unchanged by the conversion and found as it is; when
+    it was rewritten (a ``from torch.cuda...`` import, say), the anchor is looked for again in the
+    converted body.
     """
     body = list(module.body)
     index = 0
     if anchor_code is not None:
-        found = next((i + 1 for i, stmt in enumerate(body) if module.code_for_node(stmt) == anchor_code), None)
-        index = found if found is not None else insertion_index(body)
+        found = [i + 1 for i, stmt in enumerate(body) if module.code_for_node(stmt) == anchor_code]
+        index = found[min(occurrence, len(found)) - 1] if found else insertion_index(body)
     new_lines = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(make_dotted(n))])]) for n in names]
     return module.with_changes(body=body[:index] + new_lines + body[index:])
 
