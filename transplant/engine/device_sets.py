@@ -18,7 +18,7 @@ import re
 import libcst as cst
 
 from .cst_util import string_value
-from .literals import DEVICE_STR, is_device_template
+from .literals import is_cuda_device, is_device_template
 
 # `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU) one, assigned
 GATE = re.compile(rb"""=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu)""")
@@ -39,13 +39,6 @@ def _template(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.FormattedString) and node.parts and isinstance(node.parts[0], cst.FormattedStringText):
         return node.parts[0].value == "npu:" and len(node.parts) == 2
     return False
-
-
-def _cuda(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.SimpleString):
-        value = string_value(node)
-        return value is not None and DEVICE_STR.match(value) is not None
-    return isinstance(node, cst.BaseExpression) and is_device_template(node)
 
 
 def _npu(node: cst.CSTNode) -> bool:
@@ -72,7 +65,7 @@ class _Families(cst.CSTVisitor):
 
     def _assigned(self, name: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         elements = _elements(value) if value is not None else None
-        if isinstance(name, cst.Name) and elements is not None and any(_cuda(e) or _npu(e) for e in elements):
+        if isinstance(name, cst.Name) and elements is not None and any(is_cuda_device(e) or _npu(e) for e in elements):
             self.literals.setdefault(name.value, []).extend(elements)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -118,5 +111,5 @@ def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]
         if any(_npu(s) for s in family):
             keep |= {id(s) for s in family}
         else:
-            convert |= {id(s) for s in family if _cuda(s)}
+            convert |= {id(s) for s in family if is_cuda_device(s)}
     return convert, keep

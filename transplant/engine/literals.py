@@ -153,6 +153,14 @@ def is_device_template(node: cst.BaseExpression) -> bool:
     return False
 
 
+def is_cuda_device(node: cst.CSTNode) -> bool:
+    """A CUDA device written as a string ("cuda", "cuda:1") or computed from a template."""
+    if isinstance(node, cst.SimpleString):
+        value = string_value(node)
+        return value is not None and DEVICE_STR.match(value) is not None
+    return isinstance(node, cst.BaseExpression) and is_device_template(node)
+
+
 def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     """'nccl' -> 'hccl' in a backend value, 'cuda:nccl' -> 'npu:hccl' in a backend per device type
     ("cpu:gloo,cuda:nccl"); also in conditional expressions, lists and tuples."""

@@ -31,7 +31,7 @@ import re
 import libcst as cst
 
 from .cst_util import string_value
-from .literals import DEVICE_STR, is_device_template
+from .literals import is_cuda_device
 
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
@@ -58,13 +58,6 @@ def _npu_string(node: cst.CSTNode) -> bool:
         first = node.parts[0] if node.parts else None
         return isinstance(first, cst.FormattedStringText) and (first.value == "npu:" or NPU_STRING.match(first.value))
     return False
-
-
-def _cuda_string(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.SimpleString):
-        value = string_value(node)
-        return value is not None and DEVICE_STR.match(value) is not None
-    return isinstance(node, cst.BaseExpression) and is_device_template(node)
 
 
 def _cuda_api(func: cst.BaseExpression) -> bool:
@@ -158,7 +151,7 @@ class _Finder(cst.CSTVisitor):
                     self._keep(case.body, MATCH)
         else:
             for case in node.cases:
-                if any(_cuda_string(n) for n in _walk(case.pattern)):
+                if any(is_cuda_device(n) for n in _walk(case.pattern)):
                     self._tests += [(case.pattern, True), (case, False)]
 
     def _collection(self, node: cst.CSTNode, items) -> None:
@@ -191,8 +184,8 @@ class _Finder(cst.CSTVisitor):
     @staticmethod
     def _cuda_comparison(node: cst.Comparison) -> bool:
         operands = [node.left, *(c.comparator for c in node.comparisons)]
-        return any(_cuda_string(o) or isinstance(o, (cst.List, cst.Tuple, cst.Set)) and
-                   any(_cuda_string(el.value) for el in o.elements) for o in operands)
+        return any(is_cuda_device(o) or isinstance(o, (cst.List, cst.Tuple, cst.Set)) and
+                   any(is_cuda_device(el.value) for el in o.elements) for o in operands)
 
     @staticmethod
     def _prefix_test(node: cst.Call) -> bool:
