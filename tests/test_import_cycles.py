@@ -1,15 +1,19 @@
 """Issue 19: no import cycles in transplant, between modules or between its packages (engine,
 formats, project, ...), counting the imports inside functions and under TYPE_CHECKING too: an
-import deferred for start-up time is still an edge. A new cycle fails here with its edges."""
+import deferred for start-up time is still an edge. So is a "transplant.module:function" string,
+as the registry of file kinds (filekinds.py) names the converters it loads when they are needed.
+A new cycle fails here with its edges."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import REPO
 
 PACKAGE = REPO / "transplant"
+REFERENCE = re.compile(r"(transplant(?:\.\w+)+):\w+")
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -52,6 +56,10 @@ def import_graph() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_bytes())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 graph[name] |= _targets(name, is_package, node, known)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                reference = REFERENCE.fullmatch(node.value)
+                if reference and reference.group(1) in known and reference.group(1) != name:
+                    graph[name].add(reference.group(1))
     return graph
 
 
@@ -109,7 +117,8 @@ def test_the_graph_is_read():
     graph = import_graph()
     assert "transplant.engine.driver" in graph["transplant.filetypes"] | graph["transplant.engine"]
     assert "transplant.pool" in graph["transplant.filemodes"]  # top-level imports
-    assert "transplant.formats.shell" in graph["transplant.filetypes"]  # an import inside a function
+    assert "transplant.engine" in graph["transplant.formats.python"]  # an import inside a function
+    assert "transplant.formats.shell" in graph["transplant.filekinds"]  # a converter the registry names
 
 
 def test_no_module_imports_itself_through_others():

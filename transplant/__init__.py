@@ -13,12 +13,14 @@ A file goes in at the top and its reports come out at the bottom; each line is a
     filemodes.py                     --check / --diff / --in-place / stdin, for pre-commit and editors
     project/                         the project-wide first pass: custom C++/CUDA operators and their
                                      builds, facts every worker receives
+    filekinds.py                     the registry of file kinds: matching, limits, pre-checks, converters
+    session.py                       what a conversion works with: rules, project facts, switches
     filetypes.py                     one file by its kind: Python, notebook, shell, C++, config, ...
     rules.py (+ rules/*.json)        the one rule language: load, validate, index; the pre-filter
     skeleton.py, nesting.py          fold what no rule can match; guard libcst's parser
     engine/                          a Python source: one parse, one traversal applying every rule
-    formats/                         every other kind: notebooks, shell, requirements, configs,
-                                     Dockerfiles, C++ sources
+    formats/                         one module per kind: python (the engine's), notebooks, shell,
+                                     requirements, configs, Dockerfiles, C++ sources
     shellcommands.py                 commands in shell text (formats/shell.py, engine/commands.py)
     records.py                       what a conversion reports: Record, codes, skip comments
     reports/                         the views of the records: CSV, workbook, log, text/JSON/SARIF

@@ -12,7 +12,6 @@ does not parse). Notes never change the exit status.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import sys
 from argparse import Namespace
@@ -23,7 +22,8 @@ from typing import Iterator, TextIO
 from .config import RuleOptions
 from .reports.diagnostics import Diagnostic, render
 from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
-from .filetypes import FileResult, convert_file, file_kind, within_limits
+from .filekinds import BY_NAME, labels, named_kind, shebang_kind, small_enough
+from .filetypes import FileResult, convert_file, file_kind
 from .project import gather
 from .pool import (POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for,
                    set_facts, worker_pool)
@@ -31,13 +31,6 @@ from .walk import walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 STDIN = "-"
-# convert_file picks the converter from the name's suffix; a file whose kind was found otherwise
-# (shebang, --stdin-filename) is converted under one of these names.
-KIND_NAMES = {"python": "source.py", "notebook": "source.ipynb", "shell": "source.sh"}
-# scripts of other shells, named on the command line (.sh and .bash are file_kind's already)
-OTHER_SHELL_SUFFIXES = (".zsh", ".ksh", ".dash", ".csh", ".tcsh")
-SHELLS = frozenset({"sh", "bash", "zsh", "ksh", "mksh", "dash", "ash", "csh", "tcsh"})
-SHEBANG = re.compile(rb"^#!\s*(\S+)(?:[ \t]+(\S+))?")
 
 
 class FileModeError(Exception):
@@ -48,7 +41,7 @@ class FileModeError(Exception):
 class Target:
     display: str  # the path as the user named it (folder + relative path for walked files)
     path: str  # the file to read and, with --in-place, to replace
-    kind: str  # python | notebook | shell
+    kind: str  # a name of filekinds.KINDS
 
 
 @dataclass
@@ -78,32 +71,14 @@ class Outcome:
 # --------------------------------------------------------------------------- finding the files
 
 
-def shebang_kind(head: bytes) -> str | None:
-    """python or shell from a ``#!`` line (``#!/usr/bin/env python3``, ``#!/bin/bash``), else None."""
-    match = SHEBANG.match(head)
-    if not match:
-        return None
-    program = os.path.basename(match.group(1)).decode("ascii", "replace")
-    if program == "env" and match.group(2):
-        program = os.path.basename(match.group(2)).decode("ascii", "replace")
-    if re.fullmatch(r"python[\d.]*", program):
-        return "python"
-    if program in SHELLS:
-        return "shell"
-    return None
-
-
 def detect_kind(name: str, head: bytes) -> str | None:
-    kind = file_kind(name)
-    if kind != "other":
-        return kind
-    if name.lower().endswith(OTHER_SHELL_SUFFIXES):
-        return "shell"
-    return shebang_kind(head)
+    """The kind of a file named on the command line (or --stdin-filename): by its name, else by the
+    ``#!`` line that starts ``head``; None when transplant does not convert it."""
+    return named_kind(name) or shebang_kind(head)
 
 
 def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
-    """Relative paths of the Python files, notebooks and shell scripts below ``root``, sorted.
+    """Relative paths of the files below ``root`` that transplant converts (filekinds), sorted.
 
     Same policy as repository mode (walk.walk), but third-party folders are not entered at all,
     and a folder that cannot be listed is an error.
@@ -113,17 +88,8 @@ def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
         errors.append(f"{os.path.join(root, rel) if rel else root}: cannot list folder: {reason}")
 
     for entry in walk(Path(root), lambda message: None, unlistable=unlistable, vendored_too=False):
-        kind = file_kind(entry.rel)
-        if entry.kind == "file" and kind != "other" and _small_enough(kind, os.path.join(root, entry.rel)):
+        if entry.kind == "file" and small_enough(file_kind(entry.rel), os.path.join(root, entry.rel)):
             yield entry.rel.replace("/", os.sep)
-
-
-def _small_enough(kind: str, path: str) -> bool:
-    """Project files (configs, C++ sources, ...) larger than their limit are data: not walked into."""
-    try:
-        return kind in ("python", "notebook", "shell") or within_limits(kind, os.path.getsize(path))
-    except OSError:
-        return True
 
 
 def collect(paths: list[str], errors: list[str]) -> list[Target]:
@@ -153,8 +119,7 @@ def collect(paths: list[str], errors: list[str]) -> list[Target]:
                 continue
             kind = detect_kind(path, head)
             if kind is None:
-                errors.append(f"{path}: not a file type transplant converts (Python, notebook, shell script, "
-                              "C/C++/CUDA source, requirements, configuration file, Dockerfile); not converted")
+                errors.append(f"{path}: not a file type transplant converts ({labels()}); not converted")
             else:
                 add(path, path, kind)
         else:
@@ -172,7 +137,7 @@ def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool,
     ``name`` (the file's path) chooses the converter of project files (a config's format, ...)."""
     rules = rules_for(options)
     facts = current_facts()
-    path = name if name and file_kind(name) == kind else KIND_NAMES.get(kind, name)
+    path = name if name and file_kind(name) == kind else BY_NAME[kind].stand_in or name
     result = convert_file(path, data, rules, prefilter=prefilter, facts=facts)
     if result.error and not any(r.code == CODES["syntax"] and r.level == "error" for r in result.records):
         result.records.append(not_converted_record(result.error))

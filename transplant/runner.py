@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from .config import Config
-from .filetypes import FileResult, file_kind, within_limits
+from .filekinds import PROGRAM_KINDS, small_enough
+from .filetypes import FileResult, file_kind
 from .pool import Job, results, set_facts
 from .project import gather
 from .rules import RuleSet
@@ -45,18 +46,6 @@ class RunSummary:
         return [r for r in self.results if r.error]
 
 
-def _convertible(rel: str, source: Path) -> bool:
-    kind = file_kind(rel)
-    if kind == "other":
-        return False
-    if kind in ("python", "notebook", "shell"):
-        return True
-    try:
-        return within_limits(kind, source.stat().st_size)
-    except OSError:
-        return True  # the worker reports it
-
-
 # --------------------------------------------------------------------------- the run
 
 
@@ -77,7 +66,7 @@ def check_paths(config: Config) -> tuple[Path, Path]:
         raise UsageError(f"output {result} would be inside the input {src}; choose an output outside it")
     if result in src.parents:
         raise UsageError(f"input {src} is inside the result folder {result}; replacing it would delete the input")
-    if src.is_file() and src.suffix.lower() not in (".py", ".ipynb", ".sh", ".bash", ".pyw"):
+    if src.is_file() and file_kind(src.name) not in PROGRAM_KINDS:
         raise UsageError(f"input {src} is not a Python file or a folder")
     if result.exists() and not config.force:
         raise UsageError(f"result folder {result} already exists; use --force to replace it")
@@ -198,7 +187,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
     for entry in entries:
         if entry.kind == "dir":
             (staging / entry.rel).mkdir(exist_ok=True)
-        elif entry.kind == "file" and entry.convert and _convertible(entry.rel, base / entry.rel):
+        elif entry.kind == "file" and entry.convert and small_enough(file_kind(entry.rel), base / entry.rel):
             jobs.append(Job(entry.rel, str(base / entry.rel), config.rule_options, config.prefilter, config.debug))
         else:
             rest.append(entry)

@@ -17,10 +17,10 @@ from ..project.packages import requirement_records
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
 from ..resources import project_data
 from ..rules import RuleSet
+from ..session import Session
 from .shell import env_edits, env_pattern
 from .requirements import pyproject_items, setup_cfg_items, toml_code
 
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".ini", ".cfg")
 RULE = "configs.json"
 _VALUE = rb"cuda(?::\d+)?|nccl"
 # key, separator, optional quote, value, same quote; JSON pairs may share a line, the others end it
@@ -35,12 +35,6 @@ DEPENDENCY_FILES = ("pyproject.toml", "setup.cfg")
 
 def _name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-
-
-def may_match(path: str, data: bytes, rules: RuleSet | None = None) -> bool:
-    """Can the conversion find anything in ``data``? (dependency lists are always read)"""
-    return (b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
-            or (rules is not None and env_pattern(rules) is not None and env_pattern(rules).search(data) is not None))
 
 
 def _key_kind(key: str) -> str:
@@ -140,3 +134,14 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
     records.sort(key=lambda r: (r.line, r.col))
     new = b"".join(out)
     return Conversion(new if new != data else None, records)
+
+
+def may_convert(path: str, data: bytes, session: Session) -> bool:
+    """Can the conversion find anything in ``data``? (dependency lists are always read)"""
+    pattern = env_pattern(session.rules)
+    return (b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
+            or (pattern is not None and pattern.search(data) is not None))
+
+
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    return convert_config(path, data, session.rules)

@@ -11,12 +11,17 @@ from __future__ import annotations
 from ..project import NO_FACTS, ProjectFacts, cpp_ops
 from ..project.builds import NPU_ROUTE
 from ..records import CODES, Conversion, Record
+from ..session import Session
 
 RULE = "builtin:custom_op"
 
 
-def may_match(data: bytes) -> bool:
+def may_convert(path: str, data: bytes, session: Session) -> bool:
     return any(marker in data for marker in cpp_ops.MARKERS)
+
+
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    return convert_cpp(path, data, session.facts)
 
 
 def convert_cpp(path: str, data: bytes, facts: ProjectFacts = NO_FACTS) -> Conversion:

@@ -13,6 +13,7 @@ import re
 
 from ..records import CODES, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import RuleSet
+from ..session import Session
 from .shell import convert_shell_script
 from ..resources import project_data
 from .requirements import pip_records
@@ -21,13 +22,12 @@ RULE = "docker.json"
 _FROM = re.compile(rb"^\s*FROM\s+(?:--\S+\s+)*(\S+)", re.IGNORECASE)
 
 
-def is_dockerfile(path: str) -> bool:
-    name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    return name in ("dockerfile", "containerfile") or name.startswith("dockerfile.") or name.endswith(".dockerfile")
+def may_convert(path: str, data: bytes, session: Session) -> bool:
+    return session.rules.may_match(data) or b"nvidia" in data or b"pip" in data
 
 
-def may_match(data: bytes, rules: RuleSet) -> bool:
-    return rules.may_match(data) or b"nvidia" in data or b"pip" in data
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    return convert_dockerfile(data, session.rules)
 
 
 def convert_dockerfile(data: bytes, rules: RuleSet) -> Conversion:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import re
 
-from ..engine import convert
+from ..engine import convert as convert_source
 from ..records import Conversion, Record, SourceError, not_converted_record, skips_file
 from ..project import ProjectFacts
 from ..rules import RuleSet
+from ..session import Session
 from .shell import convert_shell_script
 
 # IPython lines that are not Python: magics, shell escapes (also assigned: "info = !nvidia-smi"), help
@@ -163,7 +164,7 @@ def _convert_together(cells: list[tuple[int, dict, str]], rules: RuleSet):
     number of a cell that does not parse."""
     combined, starts, masks = _program(cells)
     try:
-        conv = convert(combined.encode("utf-8"), rules)
+        conv = convert_source(combined.encode("utf-8"), rules)
     except SourceError as exc:
         # the cell the error is in: it is converted on its own (and reported), the rest together
         mark_line, number = next((start for start in reversed(starts) if start[0] < exc.line), starts[0])
@@ -198,7 +199,7 @@ def _convert_each(cells: list[tuple[int, dict, str]], rules: RuleSet):
     for number, _cell, text in cells:
         masked_text, masked = _mask(text)
         try:
-            conv = convert(masked_text.encode("utf-8"), rules)
+            conv = convert_source(masked_text.encode("utf-8"), rules)
         except SourceError as exc:
             record = not_converted_record(str(exc), exc.line, exc.col, level="note")
             record.message = f"cell {number}: {record.message}"
@@ -293,3 +294,18 @@ def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
         out = out.replace("\n", "\r\n")
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
     return Conversion(bom + out.encode("utf-8"), records)
+
+
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    """The file kind "notebook" (transplant.filekinds): the conversion of the code cells, plus the
+    project scan's findings in them (as for a Python file)."""
+    conv = convert_notebook(data, session.rules)
+    if not session.facts.may_match(data):
+        return conv
+    found = project_findings(data, session.facts)
+    if not found:
+        return conv
+    # a project finding replaces the engine's generic one of the same API at the same place
+    mine = {(r.message.split(":", 1)[0], r.line, r.api) for r in found}
+    kept = [r for r in conv.records if r.is_change or (r.message.split(":", 1)[0], r.line, r.api) not in mine]
+    return Conversion(conv.new, sorted(kept + found, key=record_order))

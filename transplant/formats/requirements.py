@@ -12,6 +12,7 @@ import re
 
 from ..project.packages import requirement_records
 from ..records import SKIP_LINE, Conversion, Record, skips_file
+from ..session import Session
 
 _QUOTED = re.compile(r"""(["'])([A-Za-z0-9][^"'\n]*)\1""")
 
@@ -123,3 +124,11 @@ def setup_cfg_items(text: str) -> list[tuple[int, int, str]]:
         elif collecting and line.strip():
             items.append((number, len(line) - len(line.lstrip()) + 1, line.strip()))
     return items
+
+
+def may_convert(path: str, data: bytes, session: Session) -> bool:
+    return True  # a requirements file is read whatever it holds
+
+
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    return convert_requirements(data)

@@ -9,7 +9,9 @@ import re
 
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_file
 from ..rules import Rule, RuleSet
+from ..session import Session
 from ..shellcommands import command_uses
+from .requirements import pip_records
 from .shell_values import value_edits
 
 
@@ -128,3 +130,17 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
     new = b"".join(out)
     records.sort(key=lambda r: (r.line, r.col))
     return Conversion(new if new != data else None, records)
+
+
+def may_convert(path: str, data: bytes, session: Session) -> bool:
+    return session.rules.may_match(data) or b"pip" in data  # pip install of CUDA-only packages
+
+
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    """The file kind "shell" (transplant.filekinds): the script's conversion and its ``pip install``
+    lines' findings (requirements.py)."""
+    conv = convert_shell_script(data, session.rules)
+    extra = [] if skips_file(data) else pip_records(data)
+    if extra:
+        conv = Conversion(conv.new, sorted(conv.records + extra, key=lambda r: (r.line, r.col)))
+    return conv

@@ -16,13 +16,12 @@ from urllib.parse import unquote, urlparse
 
 from ..config import RuleOptions
 from ..reports.diagnostics import Diagnostic
+from ..filekinds import LANGUAGE_KINDS
 from ..filemodes import convert_bytes, detect_kind
 from ..records import internal_error, not_converted_record
 from .notebookpos import NotebookPositions
 from .textedits import Edit, LineIndex, minimal_edits
 
-LANGUAGE_KINDS = {"python": "python", "shellscript": "shell", "sh": "shell", "bash": "shell",
-                  "jupyter": "notebook", "ipynb": "notebook"}
 _CELL = re.compile(r"cell (\d+): ")
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (0-based, code points)
@@ -38,7 +37,7 @@ class Finding:
 @dataclass
 class Analysis:
     text: str
-    kind: str | None  # python | notebook | shell, None: not a file transplant converts
+    kind: str | None  # a name of filekinds.KINDS, None: not a file transplant converts
     findings: list[Finding] = field(default_factory=list)
     new_text: str | None = None  # the converted text, None when nothing changes
 
@@ -67,7 +66,7 @@ def uri_path(uri: str) -> str:
 
 
 def document_kind(uri: str, text: str, language_id: str | None = None) -> str | None:
-    """python, notebook or shell, from the file name, then the editor's language, then a ``#!`` line.
+    """The file kind (filekinds), from the file name, then the editor's language, then a ``#!`` line.
     A notebook cell sent on its own (VS Code's ``vscode-notebook-cell:`` documents) is the language
     of the cell, not a notebook."""
     if uri.startswith("vscode-notebook-cell:"):

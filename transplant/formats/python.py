@@ -1,0 +1,39 @@
+"""Python files: the engine's conversion (transplant.engine), with what the file's star imports of
+project modules provide, plus the project scan's findings (transplant.project.calls). The file
+kind "python" of transplant.filekinds; its pre-checks serve notebooks too. The pre-checks run on
+every file, so this module imports the engine and the project scan only where a file needs them."""
+
+from __future__ import annotations
+
+from ..records import Conversion
+from ..session import Session
+
+
+def may_convert(path: str, data: bytes, session: Session) -> bool:
+    """Names a star import provides may match rules without being spelled in the file."""
+    return may_convert_cells(path, data, session) or bool(session.facts.star_names(path)[0])
+
+
+def may_convert_cells(path: str, data: bytes, session: Session) -> bool:
+    """The pre-check of Python code: a trigger word of the rules or of the project scan."""
+    return session.rules.may_match(data) or session.facts.may_match(data)
+
+
+def convert(path: str, data: bytes, session: Session) -> Conversion:
+    rules, facts = session.rules, session.facts
+    provided, resolved = facts.star_names(path)
+    if not session.prefilter or provided or rules.may_match(data):
+        from ..engine import StarNames, convert as convert_source  # libcst loads once a file needs parsing
+
+        conv = convert_source(data, rules, StarNames(provided, resolved), facts)
+    else:
+        conv = Conversion(None, [])
+    if facts.may_match(data):  # cheap; sound by itself (test_surface), so applied with or without prefilter
+        from ..project.calls import python_findings  # ast and the project scan: only for a file that may need them
+
+        found = python_findings(data, facts, path.replace("\\", "/"))
+        if found:  # a project finding replaces the engine's generic one of the same API at the same line
+            mine = {(r.line, r.api) for r in found}
+            kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
+            conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
+    return conv
