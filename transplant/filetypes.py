@@ -150,8 +150,8 @@ def _convert_notebook(data: bytes, rules: RuleSet, facts: ProjectFacts) -> Conve
     if not found:
         return conv
     # a project finding replaces the engine's generic one of the same API at the same place
-    mine = {(r.message.split(":", 1)[0], r.line, r.api) for r in found}
-    kept = [r for r in conv.records if r.is_change or (r.message.split(":", 1)[0], r.line, r.api) not in mine]
+    mine = {(r.cell, r.line, r.api) for r in found}
+    kept = [r for r in conv.records if r.is_change or (r.cell, r.line, r.api) not in mine]
     return Conversion(conv.new, sorted(kept + found, key=record_order))
 
 

@@ -39,10 +39,21 @@ class Record:
     old: str = ""
     new: str = ""
     suggestion: str = ""
+    cell: int = 0  # a notebook's code cell (1-based, as Jupyter numbers cells), 0 elsewhere; lines count in it
 
     @property
     def is_change(self) -> bool:
         return self.level == "fix"
+
+    @property
+    def shown_message(self) -> str:
+        """The message as outputs show it: a notebook's finding says its cell first."""
+        return cell_message(self.cell, self.message)
+
+
+def cell_message(cell: int, message: str) -> str:
+    """``cell N: message`` in a notebook's cell N, else the message."""
+    return f"cell {cell}: {message}" if cell else message
 
 
 class Recorded:
@@ -93,5 +104,5 @@ def needs_hand_rewrite(finding: Record) -> bool:
     return finding.level in ("error", "warning") and finding.code != NOT_CONVERTED
 
 
-__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError",
+__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError", "cell_message",
            "internal_error", "needs_hand_rewrite", "not_converted_record", "skips_file"]

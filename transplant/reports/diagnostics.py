@@ -43,11 +43,12 @@ class Diagnostic:
     new: str = ""
     suggestion: str = ""
     rule: str = ""
+    cell: int = 0  # a notebook's cell (its number is also in the message), 0 elsewhere
 
     @classmethod
     def from_record(cls, path: str, r: Record) -> "Diagnostic":
-        return cls(path, r.line, r.col, r.end_line, r.end_col, r.code, r.level, r.message,
-                   r.old, r.new, r.suggestion, r.rule)
+        return cls(path, r.line, r.col, r.end_line, r.end_col, r.code, r.level, r.shown_message,
+                   r.old, r.new, r.suggestion, r.rule, r.cell)
 
     @property
     def is_change(self) -> bool:

@@ -56,7 +56,7 @@ def rows(results: Iterable[FileResult]) -> list[Row]:
         for r in res.findings:
             if r.code == NOT_CONVERTED:
                 continue
-            key = (r.code, r.level, r.api, r.message, r.suggestion)
+            key = (r.code, r.level, r.api, r.cell, r.message, r.suggestion)
             row = by_key.get(key)
             if row is None:
                 row = by_key[key] = Row(res.path, r, res.new_lines.get(r.line, r.line))
