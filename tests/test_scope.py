@@ -28,6 +28,8 @@ def test_notebook_import_is_in_effect_before_the_first_use_in_cell_order():
     assert cells[2] == "torch_npu.npu.synchronize()"
     program = "\n".join(line for cell in cells for line in cell.splitlines() if not line.lstrip().startswith("!"))
     assert unbound(program.encode()) == {}
-    assert [r.message for r in conv.records if "add import" in r.message] == ["cell 2: add import torch_npu"]  # (cell 1 is markdown)
+    assert [(r.cell, r.message) for r in conv.records if "add import" in r.message] == [
+        (2, "add import torch_npu")]  # (cell 1 is markdown)
+    assert [r.shown_message for r in conv.records if r.code == "TP106"] == ["cell 2: add import torch_npu"]
     again = convert_notebook(conv.new, cached_ruleset())
     assert again.new is None

@@ -240,17 +240,17 @@ def test_notebook_cells_calling_custom_operators_are_reported(tmp_path):
                      ["%%bash\n", "my_ext.go\n"])
     res = convert_file("nb.ipynb", data, cached_ruleset(), facts=facts)
     # an import in one cell, the call in the next: read as one program, placed in the cell
-    assert [(r.message.split(":")[0], r.line, r.col, r.code, r.level, r.api) for r in res.findings] == [
-        ("cell 1", 2, 1, "TP204", "error", "my_ext"),  # the import of the compiled CUDA extension fails first
-        ("cell 2", 2, 5, "TP204", "error", "my_ext.go"), ("cell 2", 3, 5, "TP204", "error", "torch.ops.fast.gelu")]
+    assert [(r.cell, r.line, r.col, r.code, r.level, r.api) for r in res.findings] == [
+        (1, 2, 1, "TP204", "error", "my_ext"),  # the import of the compiled CUDA extension fails first
+        (2, 2, 5, "TP204", "error", "my_ext.go"), (2, 3, 5, "TP204", "error", "torch.ops.fast.gelu")]
     assert res.new is None
     # without the project's facts nothing in the notebook names CUDA: the pre-filter skips it
     assert convert_file("nb.ipynb", data, cached_ruleset()).skipped
     # a cell that does not parse does not hide the others' findings (they are then read cell by cell)
     broken = _notebook(["import my_ext\n", "my_ext.go(1)\n"], ["def f(:\n"])
     res = convert_file("nb.ipynb", broken, cached_ruleset(), facts=facts)
-    assert [(r.message.split(":")[0], r.line, r.api) for r in res.findings if r.code == "TP204"] == [
-        ("cell 1", 1, "my_ext"), ("cell 1", 2, "my_ext.go")]
+    assert [(r.cell, r.line, r.api) for r in res.findings if r.code == "TP204"] == [
+        (1, 1, "my_ext"), (1, 2, "my_ext.go")]
 
 
 def test_notebook_builds_and_a_project_finding_replace_the_generic_one(tmp_path):
@@ -258,10 +258,10 @@ def test_notebook_builds_and_a_project_finding_replace_the_generic_one(tmp_path)
                      ["ext = load_inline(name='inl', cpp_sources=[''], cuda_sources=[src], functions=['go'])\n",
                       "ext.go(x)\n"])
     res = convert_file("nb.ipynb", data, cached_ruleset())
-    found = [(r.message.split(":")[0], r.line, r.code, r.api) for r in res.findings]
-    assert ("cell 2", 1, "TP205", "torch.utils.cpp_extension.load_inline") in found
-    assert ("cell 2", 2, "TP204", "inl.go") in found
-    assert len([f for f in found if f[1] == 1 and f[0] == "cell 2"]) == 1  # one finding per API and place
+    found = [(r.cell, r.line, r.code, r.api) for r in res.findings]
+    assert (2, 1, "TP205", "torch.utils.cpp_extension.load_inline") in found
+    assert (2, 2, "TP204", "inl.go") in found
+    assert len([f for f in found if f[1] == 1 and f[0] == 2]) == 1  # one finding per API and place
 
 
 def test_skip_comments_apply_to_project_findings(tmp_path):

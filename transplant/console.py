@@ -99,13 +99,13 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, int]]:
 
 def kind_lines(summary: RunSummary) -> list[str]:
     """The findings by kind (code and name), with their count per level."""
-    from .reports.diagnostics import RULE_INFO
+    from .codes import BY_CODE
     from .reports.findings import kind_counts
 
     counted = kind_counts(summary.results)
     if not counted:
         return []
-    labels = [f"{code} {RULE_INFO[code][0]}" if code in RULE_INFO else code for code, _ in counted]
+    labels = [f"{code} {BY_CODE[code].name}" if code in BY_CODE else code for code, _ in counted]
     width = max(map(len, labels))
     lines = ["findings by kind"]
     for label, (_, levels) in zip(labels, counted):

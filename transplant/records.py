@@ -6,45 +6,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Stable codes, listed in README.
-CODES = {
-    "rename": "TP101",
-    "method": "TP102",
-    "args": "TP103",
-    "device": "TP104",
-    "env": "TP105",
-    "import": "TP106",
-    "command": "TP107",
-    "no_counterpart": "TP201",
-    "unsupported": "TP202",
-    "note": "TP203",
-    "custom_op": "TP204",
-    "cuda_build": "TP205",
-    "library": "TP206",
-    "project_file": "TP207",
-    "guard": "TP240",  # a device test kept as CUDA: it chooses CUDA-only code (guards/)
-    "tool_flag": "TP241",  # a CUDA flag kept: it chooses a CUDA-only tool (onnxruntime's CUDA provider, ...)
-    "probe": "TP242",  # a CUDA capability probe (device properties' CUDA fields, torch.version.cuda/hip, GPU names)
-    "capability": "TP243",  # torch.cuda.get_device_capability() read as a number: kept as the CUDA query
-    "dist_setup": "TP301",  # distributed mode: process-group set-up, its call, the imports it needs
-    "dist_sampler": "TP302",  # DistributedSampler for a DataLoader
-    "dist_epoch": "TP303",  # sampler.set_epoch(epoch) in an epoch loop
-    "dist_ddp": "TP304",  # DistributedDataParallel wrap, unwrapping for load_state_dict
-    "dist_rank0": "TP305",  # torch.save / print on rank 0 only
-    "dist_device": "TP306",  # set_device for a single process only; fixed device indices
-    "syntax": "TP900",
-}
-OPERATION = {
-    "rename": "API rename",
-    "method": "method rename",
-    "args": "argument change",
-    "device": "device string",
-    "env": "environment variable",
-    "import": "import",
-    "command": "shell command",
-    **{kind: "distributed" for kind in ("dist_setup", "dist_sampler", "dist_epoch", "dist_ddp", "dist_rank0",
-                                        "dist_device")},
-}
+from .codes import NOT_CONVERTED, TABLE
+
+# The engine's name of each stable code (codes.py has the table) and the change list's operation
+# of the codes that change code.
+CODES = {c.key: c.code for c in TABLE}
+OPERATION = {c.key: c.operation for c in TABLE if c.operation}
 
 SKIP_LINE = re.compile(rb"#\s*transplant:\s*skip\b(?!-)")
 SKIP_FILE = re.compile(rb"#\s*transplant:\s*skip-file\b")
@@ -72,10 +39,21 @@ class Record:
     old: str = ""
     new: str = ""
     suggestion: str = ""
+    cell: int = 0  # a notebook's code cell (1-based, as Jupyter numbers cells), 0 elsewhere; lines count in it
 
     @property
     def is_change(self) -> bool:
         return self.level == "fix"
+
+    @property
+    def shown_message(self) -> str:
+        """The message as outputs show it: a notebook's finding says its cell first."""
+        return cell_message(self.cell, self.message)
+
+
+def cell_message(cell: int, message: str) -> str:
+    """``cell N: message`` in a notebook's cell N, else the message."""
+    return f"cell {cell}: {message}" if cell else message
 
 
 class Recorded:
@@ -112,7 +90,7 @@ class SourceError(Exception):
 def not_converted_record(reason: str, line: int = 1, col: int = 1, level: str = "error") -> Record:
     """The record (TP900) of a file, or a notebook cell, left as it is because it could not be
     converted."""
-    return Record(line, col, line, col, CODES["syntax"], level, "parse", f"not converted: {reason}", "builtin")
+    return Record(line, col, line, col, NOT_CONVERTED, level, "parse", f"not converted: {reason}", "builtin")
 
 
 def internal_error(exc: BaseException) -> str:
@@ -123,8 +101,8 @@ def internal_error(exc: BaseException) -> str:
 def needs_hand_rewrite(finding: Record) -> bool:
     """Is this finding (a Record, or a Diagnostic made from one) a use of an API the user must
     rewrite by hand? Errors and warnings are; notes and "could not be parsed" are not."""
-    return finding.level in ("error", "warning") and finding.code != CODES["syntax"]
+    return finding.level in ("error", "warning") and finding.code != NOT_CONVERTED
 
 
-__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError",
+__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError", "cell_message",
            "internal_error", "needs_hand_rewrite", "not_converted_record", "skips_file"]

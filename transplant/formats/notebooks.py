@@ -80,7 +80,7 @@ def _shell_lines(text: str, number: int, rules: RuleSet) -> tuple[str, list[Reco
             r.line = r.end_line = i + 1
             r.col += offset
             r.end_col += offset
-            r.message = f"cell {number}: {r.message}"
+            r.cell = number
             records.append(r)
         if conv.new is not None:
             lines[i] = line[:offset] + conv.new.decode("utf-8")
@@ -146,14 +146,14 @@ def _program(cells: list[tuple[int, dict, str]]) -> tuple[str, list[tuple[int, i
 def _to_cells(records: list[Record], starts: list[tuple[int, int]]) -> list[Record]:
     """Records of a program made by ``_program`` as records of its cells: the line in the cell whose
     marker is the last one above the record (an import added at the very top belongs to the first
-    cell), the message prefixed with "cell N: "."""
+    cell), ``cell`` the cell's number."""
     out = []
     for r in records:
         mark_line, number = next((start for start in reversed(starts) if start[0] < r.line), (r.line - 1, starts[0][1]))
         span = r.end_line - r.line
         r.line -= mark_line
         r.end_line = r.line + span
-        r.message = f"cell {number}: {r.message}"
+        r.cell = number
         out.append(r)
     return out
 
@@ -202,11 +202,11 @@ def _convert_each(cells: list[tuple[int, dict, str]], rules: RuleSet):
             conv = convert_source(masked_text.encode("utf-8"), rules)
         except SourceError as exc:
             record = not_converted_record(str(exc), exc.line, exc.col, level="note")
-            record.message = f"cell {number}: {record.message}"
+            record.cell = number
             records.append(record)
             continue
         for r in conv.records:
-            r.message = f"cell {number}: {r.message}"
+            r.cell = number
         records.extend(conv.records)
         if conv.new is not None:
             new_texts[number] = _unmask(conv.new.decode("utf-8"), masked)
@@ -240,8 +240,7 @@ def project_findings(data: bytes, facts: ProjectFacts) -> list[Record]:
 
 
 def record_order(r: Record) -> tuple[int, int, int]:
-    match = re.match(r"cell (\d+): ", r.message)
-    return (int(match.group(1)) if match else 0, r.line, r.col)
+    return (r.cell, r.line, r.col)
 
 
 def convert_notebook(data: bytes, rules: RuleSet) -> Conversion:
@@ -306,6 +305,6 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
     if not found:
         return conv
     # a project finding replaces the engine's generic one of the same API at the same place
-    mine = {(r.message.split(":", 1)[0], r.line, r.api) for r in found}
-    kept = [r for r in conv.records if r.is_change or (r.message.split(":", 1)[0], r.line, r.api) not in mine]
+    mine = {(r.cell, r.line, r.api) for r in found}
+    kept = [r for r in conv.records if r.is_change or (r.cell, r.line, r.api) not in mine]
     return Conversion(conv.new, sorted(kept + found, key=record_order))

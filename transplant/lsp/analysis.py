@@ -9,7 +9,6 @@ turns these into LSP objects.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import unquote, urlparse
@@ -22,7 +21,6 @@ from ..records import internal_error, not_converted_record
 from .notebookpos import NotebookPositions
 from .textedits import Edit, LineIndex, minimal_edits
 
-_CELL = re.compile(r"cell (\d+): ")
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (0-based, code points)
 
@@ -112,10 +110,9 @@ def analyse(uri: str, text: str, options: RuleOptions, *, language_id: str | Non
 def _span(d: Diagnostic, index: LineIndex, notebook: NotebookPositions | None) -> Span:
     """The buffer range of a diagnostic (records are 1-based; notebooks' are in the cell)."""
     if notebook is not None:
-        match = _CELL.match(d.message)
-        if match:
-            start = notebook.offset(int(match.group(1)), d.line, d.column)
-            end = notebook.offset(int(match.group(1)), d.end_line, d.end_column)
+        if d.cell:
+            start = notebook.offset(d.cell, d.line, d.column)
+            end = notebook.offset(d.cell, d.end_line, d.end_column)
             if start is not None:
                 end = end if end is not None and end >= start else start
                 return index.position(start) + index.position(end)

@@ -10,7 +10,6 @@ itself is the file modes' (filemodes.convert_bytes on a notebook); no pygls here
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from ..config import RuleOptions
@@ -19,7 +18,6 @@ from ..filemodes import convert_bytes
 from ..records import internal_error, not_converted_record
 from .analysis import Analysis, Finding, python_span
 
-_CELL = re.compile(r"cell (\d+): ")
 
 
 @dataclass
@@ -52,8 +50,7 @@ def analyse_cells(display: str, cells: list[Cell], options: RuleOptions) -> dict
         result, records = None, [not_converted_record(internal_error(exc))]
     first = next(iter(analyses))
     for record in records:
-        match = _CELL.match(record.message)
-        number = int(match.group(1)) if match else 0
+        number = record.cell
         uri = cells[number - 1].uri if 0 < number <= len(cells) else first
         target = analyses.get(uri, analyses[first])
         d = Diagnostic.from_record(display, record)

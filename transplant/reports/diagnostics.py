@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import __version__
-from ..records import CODES, Record
+from ..codes import BY_CODE, TABLE
+from ..records import Record
 
 FORMATS = ("text", "json", "sarif")
 # The project has no public home yet; the same placeholder host as rules/schema.json's $id.
@@ -22,56 +23,9 @@ INFORMATION_URI = "https://transplant.invalid/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 
-# What each stable code means (README, "Diagnostic codes"), and the SARIF level its results carry.
-# A change that still has to be made is a "warning": the code runs, just not on an NPU.
-RULE_INFO: dict[str, tuple[str, str, str]] = {
-    CODES["rename"]: ("api-renamed",
-                      "API renamed (torch.cuda.X -> torch_npu.npu.X, profiler, apex, user rules)", "warning"),
-    CODES["method"]: ("method-renamed", "Method or attribute renamed on any object (.cuda() -> .npu())", "warning"),
-    CODES["args"]: ("argument-changed",
-                    "Argument changed (nccl -> hccl, use_cuda=True, user ArgsModifyRule)", "warning"),
-    CODES["device"]: ("device-string", "Device string cuda -> npu", "warning"),
-    CODES["env"]: ("environment-variable",
-                   "Environment variable renamed (CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES)", "warning"),
-    CODES["import"]: ("import", "Import rewritten, added (import torch_npu) or removed", "warning"),
-    CODES["command"]: ("shell-command", "Shell command replaced (nvidia-smi -> npu-smi info)", "warning"),
-    CODES["no_counterpart"]: ("no-npu-counterpart", "CUDA API with no NPU counterpart", "error"),
-    CODES["unsupported"]: ("unsupported-on-npu", "API not supported on NPU for the chosen PyTorch version", "warning"),
-    CODES["note"]: ("no-effect-on-npu", "Setting with no effect on NPU", "note"),
-    CODES["custom_op"]: ("custom-operator",
-                         "Custom CUDA/C++ operator: a registration in C++ or a Python call that reaches one", "error"),
-    CODES["cuda_build"]: ("cuda-build", "CUDA-only build (CUDAExtension, CUDA_HOME, nvcc flags, load with CUDA sources)",
-                          "warning"),
-    CODES["library"]: ("cuda-library", "CUDA-only library (import, use or dependency)", "warning"),
-    CODES["project_file"]: ("project-file",
-                            "CUDA setting in a project file (dependency, configuration, Dockerfile, shell command)",
-                            "warning"),
-    CODES["guard"]: ("cuda-guard-kept", "Device test kept as CUDA: it chooses CUDA-only code (a kernel, a build, "
-                     "a CUDA-only library)", "note"),
-    CODES["tool_flag"]: ("cuda-tool-flag", "CUDA flag kept: it chooses a CUDA-only tool (onnxruntime's CUDA provider, "
-                         "TensorRT, a GPU package)", "warning"),
-    CODES["probe"]: ("capability-probe", "CUDA capability probe (device properties' CUDA fields, torch.version.cuda, "
-                     "GPU model names)", "warning"),
-    CODES["capability"]: ("capability-number", "CUDA compute capability read as a number: the CUDA query is kept",
-                          "warning"),
-    CODES["dist_setup"]: ("distributed-setup",
-                          "Distributed mode: process-group set-up, its call and the imports it needs", "warning"),
-    CODES["dist_sampler"]: ("distributed-sampler", "Distributed mode: DistributedSampler for a DataLoader",
-                            "warning"),
-    CODES["dist_epoch"]: ("distributed-set-epoch", "Distributed mode: set_epoch at the top of an epoch loop",
-                          "warning"),
-    CODES["dist_ddp"]: ("distributed-ddp-wrap",
-                        "Distributed mode: DistributedDataParallel wrap (in place of DataParallel); "
-                        "load_state_dict into the inner model",
-                        "warning"),
-    CODES["dist_rank0"]: ("distributed-rank0",
-                          "Distributed mode: torch.save and epoch print on rank 0 only; the unwrapped model saved",
-                          "warning"),
-    CODES["dist_device"]: ("distributed-device",
-                           "Distributed mode: set_device for a single process only; fixed device index follows "
-                           "the process's NPU", "warning"),
-    CODES["syntax"]: ("parse-error", "File could not be parsed", "error"),
-}
+# What each stable code means (codes.py; README, "Diagnostic codes"), and the SARIF level its
+# results carry. A change that still has to be made is a "warning": the code runs, just not on an NPU.
+RULE_INFO: dict[str, tuple[str, str, str]] = {c.code: (c.name, c.description, c.level) for c in TABLE}
 SARIF_LEVEL = {"fix": "warning", "error": "error", "warning": "warning", "note": "note"}
 
 
@@ -89,11 +43,12 @@ class Diagnostic:
     new: str = ""
     suggestion: str = ""
     rule: str = ""
+    cell: int = 0  # a notebook's cell (its number is also in the message), 0 elsewhere
 
     @classmethod
     def from_record(cls, path: str, r: Record) -> "Diagnostic":
-        return cls(path, r.line, r.col, r.end_line, r.end_col, r.code, r.level, r.message,
-                   r.old, r.new, r.suggestion, r.rule)
+        return cls(path, r.line, r.col, r.end_line, r.end_col, r.code, r.level, r.shown_message,
+                   r.old, r.new, r.suggestion, r.rule, r.cell)
 
     @property
     def is_change(self) -> bool:
@@ -176,6 +131,7 @@ def _rules() -> list[dict]:
             "name": name,
             "shortDescription": {"text": description},
             "fullDescription": {"text": f"{code}: {description}. See README, 'Diagnostic codes'."},
+            "help": {"text": BY_CODE[code].help.replace("`", ""), "markdown": BY_CODE[code].help},
             "defaultConfiguration": {"level": level},
         })
     return out

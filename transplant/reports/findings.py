@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..filetypes import FileResult
-from ..records import CODES, Record
+from ..codes import NOT_CONVERTED
+from ..records import Record
 
 LEVELS = ("error", "warning", "note")
 _RANK = {level: i for i, level in enumerate(LEVELS)}
@@ -44,7 +45,7 @@ def reported(results: Iterable[FileResult]) -> Iterable[tuple[FileResult, Record
     """Every finding a report lists (a file that could not be parsed is in the Summary, not here)."""
     for res in results:
         for r in res.findings:
-            if r.code != CODES["syntax"]:
+            if r.code != NOT_CONVERTED:
                 yield res, r
 
 
@@ -53,9 +54,9 @@ def rows(results: Iterable[FileResult]) -> list[Row]:
     for res in results:
         by_key: dict[tuple, Row] = {}
         for r in res.findings:
-            if r.code == CODES["syntax"]:
+            if r.code == NOT_CONVERTED:
                 continue
-            key = (r.code, r.level, r.api, r.message, r.suggestion)
+            key = (r.code, r.level, r.api, r.cell, r.message, r.suggestion)
             row = by_key.get(key)
             if row is None:
                 row = by_key[key] = Row(res.path, r, res.new_lines.get(r.line, r.line))

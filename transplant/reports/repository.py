@@ -66,7 +66,7 @@ def log_entries(results: Sequence[FileResult], notes: Sequence[str], warnings: S
         if res.error:
             yield "ERROR", f"{res.path}: not converted: {res.error}"
         for r in res.records:
-            yield _LOG_LEVEL[r.level], f"{res.path}:{r.line}:{r.col}: {r.code} {r.message}"
+            yield _LOG_LEVEL[r.level], f"{res.path}:{r.line}:{r.col}: {r.code} {r.shown_message}"
 
 
 def guard_cell(value: object) -> object:
@@ -80,7 +80,7 @@ def change_rows(results: Iterable[FileResult]) -> list[list[object]]:
     rows = []
     for res in results:
         for r in res.changes:
-            rows.append([res.path, r.line, r.end_line, r.operation, r.message, r.rule, r.code])
+            rows.append([res.path, r.line, r.end_line, r.operation, r.shown_message, r.rule, r.code])
     return rows
 
 
@@ -103,7 +103,7 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
 
     grouped = rows(results)
     occurrences = [[row.path, row.first.line, row.converted_line, row.first.col, row.first.api, row.first.level,
-                    row.first.message, row.first.suggestion, row.count, row.shown_lines() if row.count > 1 else ""]
+                    row.first.shown_message, row.first.suggestion, row.count, row.shown_lines() if row.count > 1 else ""]
                    for row in grouped]
     per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
     for res, r in reported(results):

@@ -10,7 +10,6 @@ cell and the line in it).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Iterable
 
@@ -22,9 +21,8 @@ LIBRARY_HEADER = ["Library", "Uses", "Where", "NPU route"]
 
 
 def _place(res: FileResult, r: Record) -> str:
-    cell = re.match(r"cell (\d+): ", r.message) if res.kind == "notebook" else None
-    if cell is not None:  # a notebook's lines count per cell
-        return f"{res.path} cell {cell.group(1)}:{r.line}"
+    if r.cell:  # a notebook's lines count per cell
+        return f"{res.path} cell {r.cell}:{r.line}"
     moved = res.new_lines.get(r.line, r.line)
     return f"{res.path}:{r.line}" + (f" (converted: {moved})" if moved != r.line else "")
 
