@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Stable codes, listed in README.
+# Stable codes, listed in docs/reports.md.
 CODES = {
     "rename": "TP101",
     "method": "TP102",

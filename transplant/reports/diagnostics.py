@@ -22,7 +22,7 @@ INFORMATION_URI = "https://transplant.invalid/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 
-# What each stable code means (README, "Diagnostic codes"), and the SARIF level its results carry.
+# What each stable code means (docs/reports.md, "Diagnostic codes"), and the SARIF level its results carry.
 # A change that still has to be made is a "warning": the code runs, just not on an NPU.
 RULE_INFO: dict[str, tuple[str, str, str]] = {
     CODES["rename"]: ("api-renamed",
@@ -175,7 +175,7 @@ def _rules() -> list[dict]:
             "id": code,
             "name": name,
             "shortDescription": {"text": description},
-            "fullDescription": {"text": f"{code}: {description}. See README, 'Diagnostic codes'."},
+            "fullDescription": {"text": f"{code}: {description}. See docs/reports.md, 'Diagnostic codes'."},
             "defaultConfiguration": {"level": level},
         })
     return out
