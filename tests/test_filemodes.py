@@ -343,10 +343,10 @@ def test_json_of_a_clean_run_is_an_empty_list(work, capsys):
     assert code == 0 and json.loads(out) == []
 
 
-def test_vscode_problem_matcher_from_the_readme_matches_the_output(work, capsys):
-    readme = (REPO / "README.md").read_text()
+def test_vscode_problem_matcher_from_the_docs_matches_the_output(work, capsys):
+    readme = (REPO / "docs" / "editors.md").read_text()
     block = re.search(r"```json\n(\{\n  \"version\": \"2\.0\.0\".*?)```", readme, re.S)
-    assert block, "README has no tasks.json example"
+    assert block, "docs/editors.md has no tasks.json example"
     task = json.loads(block.group(1))["tasks"][0]
     pattern = task["problemMatcher"]["pattern"]
     regexp = re.compile(pattern["regexp"])

@@ -1,5 +1,5 @@
-"""`transplant lsp` under a real editor: Neovim, headless, configured with README's snippet for
-Neovim 0.7 to 0.9 (the one Debian 12's neovim 0.7.2 runs), taken from README itself. The findings
+"""`transplant lsp` under a real editor: Neovim, headless, configured with the snippet docs/editors.md gives for
+Neovim 0.7 to 0.9 (the one Debian 12's neovim 0.7.2 runs), taken from that page itself. The findings
 it shows must be those of `transplant --check`, and its whole-file code action must write what
 `transplant -` writes. Skipped when nvim is not installed."""
 
@@ -63,8 +63,8 @@ vim.cmd("qa!")
 
 
 def readme_config() -> str:
-    """The Lua block README gives for Neovim 0.7 to 0.9."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The Lua block docs/editors.md gives for Neovim 0.7 to 0.9."""
+    text = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
     start = text.index("*Neovim* 0.7 to 0.9")
     block = re.search(r"```lua\n(.*?)```", text[start:], re.DOTALL)
     assert block is not None

@@ -34,7 +34,7 @@ def test_the_distribution_has_its_own_name_and_installs_the_transplant_command()
 
 
 def test_every_install_hint_names_the_distribution():
-    texts = {"README.md": (REPO / "README.md").read_text(encoding="utf-8")}
+    texts = {str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in [REPO / "README.md", *(REPO / "docs").glob("*.md")]}
     texts.update({str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in (REPO / "transplant").rglob("*.py")})
     hints = {(name, hint) for name, text in texts.items() for hint in re.findall(r"""pip install \\?["']?([A-Za-z][\w.-]*)\[""", text)}
     assert hints and {hint for _, hint in hints} == {DIST}, hints
@@ -92,3 +92,18 @@ def test_bare_emulate_asks_for_the_script():
     assert proc.stderr == ("transplant emulate: error: no SCRIPT given: transplant emulate [options] SCRIPT "
                            "[ARGS...] or transplant emulate [options] -m MODULE [ARGS...] "
                            "(see 'transplant emulate --help')\n")
+
+
+def test_the_pre_commit_snippet_pins_a_revision_that_exists():
+    """The rev of docs/editors.md's .pre-commit-config.yaml: a tag of this repository, or, while none
+    is tagged, the placeholder that says to pin a commit (a made-up tag makes pre-commit fail)."""
+    text = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
+    (rev,) = re.findall(r"^\s+rev: (\S+)", text, re.M)
+    tags = subprocess.run(["git", "tag", "--list"], cwd=REPO, capture_output=True, text=True)
+    if tags.returncode != 0:
+        pytest.skip("not a git checkout")
+    if rev != "FULL_COMMIT_SHA":
+        assert rev in tags.stdout.split(), f"rev {rev} is not a tag of this repository"
+    else:
+        assert not tags.stdout.split(), "a release is tagged: name it in the snippet"
+        assert "pin a commit (git rev-parse HEAD" in text

@@ -11,6 +11,7 @@ apex, similar, specify_device, env_vars, methods) are not touched.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import re
@@ -347,5 +348,17 @@ def write(path: Path, obj: dict) -> None:
     print("wrote", path.relative_to(ROOT))
 
 
+def cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate the data-derived built-in rule files from the fact tables.")
+    parser.add_argument("data", nargs="?", type=Path, default=ROOT.parent / "shared" / "data",
+                        help="folder of the fact tables (cuda_to_npu_api.csv, torch_npu_public_names.txt, ...; "
+                             "default: %(default)s)")
+    args = parser.parse_args(argv)
+    if not args.data.is_dir():
+        parser.error(f"{args.data}: no such folder")
+    main(str(args.data))
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT.parent / "shared" / "data"))
+    sys.exit(cli())

@@ -3,7 +3,7 @@ distributed mode, TP900) means.
 
 Every other place derives from it: ``records.CODES`` and ``records.OPERATION`` (the engine's kind ->
 code and change-list operation), the SARIF and language-server rule info (reports/diagnostics.py),
-the console's labels, and the README's tables (``readme_table``; a test holds the README to it).
+the console's labels, and the tables of docs/reports.md and docs/distributed.md (``readme_table``; tests/test_codes.py holds them to it).
 Plain data, imported by every output path: no parser, no I/O.
 """
 
@@ -24,7 +24,7 @@ class Code(NamedTuple):
 
 # The distributed mode's codes are one row of README's main table; their own table is in the
 # "Distributed mode" section (``readme_table(DISTRIBUTED)``).
-DISTRIBUTED_ROW = ("TP301-TP306", "distributed mode's changes to the entry file (see [Distributed mode](#distributed-mode))")
+DISTRIBUTED_ROW = ("TP301-TP306", "distributed mode's changes to the entry file (see [distributed.md](distributed.md#codes))")
 
 TABLE: tuple[Code, ...] = (
     Code("TP101", "rename", "api-renamed", "warning",

@@ -23,7 +23,7 @@ INFORMATION_URI = "https://transplant.invalid/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 
-# What each stable code means (codes.py; README, "Diagnostic codes"), and the SARIF level its
+# What each stable code means (codes.py; docs/reports.md, "Diagnostic codes"), and the SARIF level its
 # results carry. A change that still has to be made is a "warning": the code runs, just not on an NPU.
 RULE_INFO: dict[str, tuple[str, str, str]] = {c.code: (c.name, c.description, c.level) for c in TABLE}
 SARIF_LEVEL = {"fix": "warning", "error": "error", "warning": "warning", "note": "note"}
