@@ -9,8 +9,7 @@ import pytest
 
 from conftest import REPO
 from transplant import filekinds
-from transplant.filekinds import KINDS, LANGUAGE_KINDS, file_kind, named_kind, shebang_kind, small_enough
-from transplant.filemodes import detect_kind
+from transplant.filekinds import KINDS, LANGUAGE_KINDS, detect_kind, file_kind, named_kind, shebang_kind, small_enough
 
 yaml = pytest.importorskip("yaml")
 

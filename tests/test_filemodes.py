@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from transplant import filemodes
+from conftest import cached_ruleset
+from transplant import filemodes, filetypes, pool
 from transplant.cli import main
-from transplant.config import RuleOptions
 from transplant.filetypes import convert_file
-from transplant.pool import rules_for
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "filemodes"
@@ -42,7 +41,7 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 def expected(name: str, data: bytes | None = None) -> bytes | None:
     data = (FIXTURES / name).read_bytes() if data is None else data
-    return convert_file(name, data, rules_for(RuleOptions())).new
+    return convert_file(name, data, cached_ruleset()).new
 
 
 def snapshot(folder: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -457,12 +456,12 @@ def test_extensionless_script_with_python_shebang_is_converted(tmp_path, capsys,
 
 def test_many_files_in_worker_processes_give_the_same_result(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for i in range(filemodes.POOL_MIN_FILES + 4):
+    for i in range(pool.POOL_MIN_FILES + 4):
         Path(f"m{i:02}.py").write_bytes(b"import torch\nx = torch.zeros(%d).cuda()\n" % i)
     serial = cli(capsys, "--check", "-j", "1", ".")
     parallel = cli(capsys, "--check", "-j", "3", ".")
     assert serial == parallel
-    assert serial[0] == 1 and len(parse_lines(serial[1])) == 2 * (filemodes.POOL_MIN_FILES + 4)
+    assert serial[0] == 1 and len(parse_lines(serial[1])) == 2 * (pool.POOL_MIN_FILES + 4)
 
 
 # --------------------------------------------------------------------------- rules
@@ -523,14 +522,14 @@ def test_unreadable_file_is_exit_2(work, capsys, monkeypatch):
 
 
 def test_an_internal_error_in_one_file_does_not_stop_the_others(work, capsys, monkeypatch):
-    real = filemodes.convert_file
+    real = filetypes.convert_in
 
-    def failing(name, data, rules, **kwargs):
+    def failing(session, name, data):
         if b"nccl" in data:
             raise ValueError("engine bug")
-        return real(name, data, rules, **kwargs)
+        return real(session, name, data)
 
-    monkeypatch.setattr(filemodes, "convert_file", failing)
+    monkeypatch.setattr(filetypes, "convert_in", failing)
     code, out, err = cli(capsys, "--in-place", "train.py", "run.sh")
     assert code == 2
     assert "train.py: internal error: ValueError: engine bug" in err
@@ -693,19 +692,19 @@ def test_checking_files_without_cuda_code_loads_no_parser(tmp_path: Path) -> Non
 
 def test_a_worker_that_dies_costs_only_its_file(tmp_path, capsys, monkeypatch):
     cuda = b"import torch\ntorch.cuda.synchronize()\n"
-    for i in range(filemodes.POOL_MIN_FILES + 4):
+    for i in range(pool.POOL_MIN_FILES + 4):
         (tmp_path / ("bad3.py" if i == 3 else f"m{i:02}.py")).write_bytes(cuda + (b"# boom\n" if i == 3 else b""))
-    real = filemodes.convert_file
+    real = filetypes.convert_in
 
-    def dies_on_bad(name, data, rules, **kwargs):
+    def dies_on_bad(session, name, data):
         if b"# boom" in data:
             os.kill(os.getpid(), signal.SIGKILL)  # as the OOM killer would
-        return real(name, data, rules, **kwargs)
+        return real(session, name, data)
 
-    monkeypatch.setattr(filemodes, "convert_file", dies_on_bad)  # the forked workers inherit it
+    monkeypatch.setattr(filetypes, "convert_in", dies_on_bad)  # the forked workers inherit it
     monkeypatch.chdir(tmp_path)
     code, out, err = cli(capsys, "--check", "-j", "2", ".")
     assert code == 2
     assert "bad3.py: not converted: the converter's worker process died on this file" in err
     paths = {m["path"] for m in parse_lines(out)}
-    assert paths == {f"m{i:02}.py" for i in range(filemodes.POOL_MIN_FILES + 4) if i != 3}
+    assert paths == {f"m{i:02}.py" for i in range(pool.POOL_MIN_FILES + 4) if i != 3}

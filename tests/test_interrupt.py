@@ -39,7 +39,7 @@ def stuck(*args, **kwargs):  # a file whose conversion never ends
         time.sleep(60)
 
 
-transplant.pool.convert_file = transplant.filemodes.convert_file = stuck
+transplant.pool.convert_in = transplant.filetypes.convert_in = stuck
 from transplant.cli import main
 
 raise SystemExit(main(sys.argv[2:]))

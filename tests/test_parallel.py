@@ -18,7 +18,7 @@ import pytest
 
 from conftest import REPO, cached_ruleset
 from transplant import pool as workers, runner, walk
-from transplant.config import RuleOptions
+from transplant.session import Session
 
 sys.path.insert(0, str(REPO / "bench"))
 from synth import generate  # noqa: E402
@@ -107,29 +107,29 @@ class _CountingPool:
 
 def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None:
     src = _synthetic(tmp_path)
-    rules = cached_ruleset()
-    options = RuleOptions()
+    session = Session(cached_ruleset())
     entries = [e for e in walk.walk(src, lambda message: None) if e.kind == "file"]
-    jobs = [workers.Job(e.rel, str(src / e.rel), options, True) for e in entries
+    jobs = [workers.Job(e.rel, str(src / e.rel)) for e in entries
             if not e.rel.endswith((".md", ".png", ".txt", ".yaml", ".json"))]
     window = 2
     seen: list[str] = []
     most = 0
-    with ProcessPoolExecutor(max_workers=2) as executor:
+    with ProcessPoolExecutor(max_workers=2, initializer=workers.init_worker, initargs=(session,)) as executor:
         pool = _CountingPool(executor)
-        for result in workers._ordered(pool, jobs, rules, chunk=1, window=window):
+        for result in workers._ordered(pool, session, workers._work, jobs, chunk=1, window=window,
+                                       screen=workers._screen):
             seen.append(result.path)
             # chunks submitted but not yet handed back (the one being yielded counts as handed back)
-            most = max(most, pool.submitted - sum(1 for path in seen if path in _heavy(jobs, rules)))
+            most = max(most, pool.submitted - sum(1 for path in seen if path in _heavy(jobs, session)))
     assert seen == [job[0] for job in jobs]
     assert pool.submitted > window  # the work did not fit in one window
     assert most <= window + 1
 
 
-def _heavy(jobs, rules, _cache: dict = {}) -> set[str]:  # noqa: B006  (a cache across calls)
+def _heavy(jobs, session, _cache: dict = {}) -> set[str]:  # noqa: B006  (a cache across calls)
     key = id(jobs)
     if key not in _cache:
-        _cache[key] = {job.rel for job in jobs if workers._screen(job, rules) is None}
+        _cache[key] = {job.rel for job in jobs if workers._screen(session, job)[0] is not None}
     return _cache[key]
 
 

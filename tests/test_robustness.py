@@ -428,14 +428,14 @@ def test_debug_shows_the_traceback(project, tmp_path, monkeypatch):
 
 def _failing_convert(monkeypatch, action):
     """Make the converter fail on files named bad*.py (workers are forked: they inherit this)."""
-    real = pool.convert_file
+    real = pool.convert_in
 
-    def convert_file(rel, data, rules, **kw):
+    def convert_in(session, rel, data):
         if Path(rel).name.startswith("bad"):
             action()
-        return real(rel, data, rules, **kw)
+        return real(session, rel, data)
 
-    monkeypatch.setattr(pool, "convert_file", convert_file)
+    monkeypatch.setattr(pool, "convert_in", convert_in)
 
 
 def _bigger_project(root: Path, bad: set[int]) -> Path:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 
 from .config import Config
-from .pool import POOL_MIN_FILES, rules_for
+from .pool import POOL_MIN_FILES
+from .session import load_rules
 from .runner import RunSummary, UsageError, run
 
 # Fewer files than this convert in a moment (in this process, without workers): no progress bar.
@@ -61,7 +62,7 @@ def _plain_warning(message: str) -> None:
 def run_repository(config: Config, *, quiet: bool = False) -> int:
     terminal = _Terminal() if not quiet and sys.stderr.isatty() else None
     warn = None if quiet else terminal.warn if terminal is not None else _plain_warning
-    rules = rules_for(config.rule_options)
+    rules = load_rules(config.rule_options)
     post = None
     try:
         if config.distributed_main is not None:

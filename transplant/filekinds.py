@@ -139,6 +139,12 @@ def shebang_kind(head: bytes) -> str | None:
     return next((k.name for k in KINDS if k.interpreters and re.fullmatch(k.interpreters, program)), None)
 
 
+def detect_kind(name: str, head: bytes) -> str | None:
+    """The kind of a file named on the command line, --stdin-filename or an editor's buffer: by its
+    name, else by the ``#!`` line that starts ``head``; None when transplant does not convert it."""
+    return named_kind(name) or shebang_kind(head)
+
+
 def within_limits(kind: str, size: int) -> bool:
     limit = BY_NAME[kind].size_limit if kind in BY_NAME else None
     return limit is None or size <= limit

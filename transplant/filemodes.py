@@ -21,12 +21,12 @@ from typing import Iterator, TextIO
 
 from .config import RuleOptions
 from .reports.diagnostics import Diagnostic, render
-from .records import CODES, Record, internal_error, needs_hand_rewrite, not_converted_record
-from .filekinds import BY_NAME, labels, named_kind, shebang_kind, small_enough
-from .filetypes import FileResult, convert_file, file_kind
+from .records import Record, internal_error, needs_hand_rewrite
+from .filekinds import detect_kind, labels, small_enough
+from .filetypes import FileResult, convert_named, file_kind
 from .project import gather
-from .pool import (POOL_MIN_FILES, WORKER_DIED, current_facts, init_worker, mp_context, one_by_one, rules_for,
-                   set_facts, worker_pool)
+from .pool import WORKER_DIED, run_jobs
+from .session import Session, load_rules
 from .walk import walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -69,12 +69,6 @@ class Outcome:
 
 
 # --------------------------------------------------------------------------- finding the files
-
-
-def detect_kind(name: str, head: bytes) -> str | None:
-    """The kind of a file named on the command line (or --stdin-filename): by its name, else by the
-    ``#!`` line that starts ``head``; None when transplant does not convert it."""
-    return named_kind(name) or shebang_kind(head)
 
 
 def walk_sources(root: str, errors: list[str]) -> Iterator[str]:
@@ -130,27 +124,8 @@ def collect(paths: list[str], errors: list[str]) -> list[Target]:
 # --------------------------------------------------------------------------- converting
 
 
-def convert_bytes(data: bytes, kind: str, options: RuleOptions, prefilter: bool, *,
-                  after: bool, name: str = "") -> tuple[FileResult, list[Record]]:
-    """Convert ``data`` as ``kind``. With ``after``, also the findings of the converted text, found by
-    converting it again (conversion is idempotent), so that their lines are those of the new text.
-    ``name`` (the file's path) chooses the converter of project files (a config's format, ...)."""
-    rules = rules_for(options)
-    facts = current_facts()
-    path = name if name and file_kind(name) == kind else BY_NAME[kind].stand_in or name
-    result = convert_file(path, data, rules, prefilter=prefilter, facts=facts)
-    if result.error and not any(r.code == CODES["syntax"] and r.level == "error" for r in result.records):
-        result.records.append(not_converted_record(result.error))
-    remaining: list[Record] = []
-    if after and result.new is not None:
-        again = convert_file(path, result.new, rules, prefilter=prefilter, facts=facts)
-        source = again.records if again.error is None else result.records
-        remaining = [r for r in source if not r.is_change]
-    return result, remaining
-
-
-def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcome:
-    target, options, prefilter, after, debug = job
+def _convert_target(session: Session, job: tuple[Target, bool]) -> Outcome:
+    target, after = job
     outcome = Outcome(target)
     try:
         with open(target.path, "rb") as fh:
@@ -161,10 +136,9 @@ def _convert_target(job: tuple[Target, RuleOptions, bool, bool, bool]) -> Outcom
         return outcome
     outcome.stamp = (st.st_size, st.st_mtime_ns)
     try:
-        result, outcome.remaining = convert_bytes(data, target.kind, options, prefilter, after=after,
-                                                  name=target.display)
+        result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
     except Exception as exc:  # a bug for this file must not stop the others; nothing is written for it
-        if debug:
+        if session.debug:
             raise
         outcome.error = internal_error(exc)
         return outcome
@@ -193,23 +167,11 @@ def _shown(outcome: Outcome, args: Namespace) -> list[Diagnostic]:
 
 def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool,
                     after: bool, debug: bool = False) -> list[Outcome]:
-    work = [(t, options, prefilter, after, debug) for t in targets]
-    rules_for(options)  # build once here: forked workers inherit it, and bad -r files fail early
+    rules = load_rules(options)  # once, before the workers start: they inherit it, and bad -r files fail early
     facts = gather((t.display.replace(os.sep, "/"), t.path) for t in targets)  # the project-wide first pass
-    set_facts(facts)
-    if jobs <= 1 or len(work) < POOL_MIN_FILES:
-        return [_convert_target(w) for w in work]
-    from concurrent.futures.process import BrokenProcessPool  # only here: importing it is a tenth of a small run
-
-    ctx = mp_context()
-    workers = min(jobs, len(work))
-    try:
-        with worker_pool(workers, ctx, init_worker, (options, facts)) as pool:
-            return list(pool.map(_convert_target, work, chunksize=max(1, len(work) // (workers * 4))))
-    except BrokenProcessPool:
-        pass  # a worker died (a crash in native code, or killed for memory): find the file it died on
-    return list(one_by_one(_convert_target, work, ctx, init_worker, (options, facts),
-                           lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}")))
+    session = Session(rules, facts, prefilter=prefilter, debug=debug)
+    return list(run_jobs(session, _convert_target, [(t, after) for t in targets], jobs,
+                         died=lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}")))
 
 
 # --------------------------------------------------------------------------- writing
@@ -386,7 +348,8 @@ def run_stdin(args: Namespace, options: RuleOptions) -> int:
     prefilter = not getattr(args, "no_prefilter", False)
     plain = not (args.check or args.diff)
     try:
-        result, remaining = convert_bytes(data, kind, options, prefilter, after=True, name=name)
+        session = Session(load_rules(options), prefilter=prefilter)
+        result, remaining = convert_named(session, data, kind, name, after=True)
     except BaseException:
         if plain:
             _write_bytes(sys.stdout, data)  # an editor that pipes through us keeps its text

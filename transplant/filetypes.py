@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from . import filekinds
 from .filekinds import OTHER, file_kind, within_limits
 from .project import NO_FACTS, ProjectFacts
-from .records import Record, Recorded, SourceError, not_converted_record
+from .records import CODES, Record, Recorded, SourceError, not_converted_record
 from .rules import RuleSet
 from .session import Session
 
-__all__ = ["FileResult", "convert_file", "convert_in", "file_kind", "may_convert", "within_limits"]
+__all__ = ["FileResult", "convert_file", "convert_in", "convert_named", "file_kind", "may_convert", "within_limits"]
 
 
 @dataclass
@@ -60,3 +60,22 @@ def convert_in(session: Session, path: str, data: bytes) -> FileResult:
     result.new = conv.new
     result.records = conv.records
     return result
+
+
+def convert_named(session: Session, data: bytes, kind: str, name: str = "", *,
+                  after: bool = False) -> tuple[FileResult, list[Record]]:
+    """Convert ``data`` as ``kind``, for the file modes and the language server: under ``name`` when
+    that is a name of the kind (it chooses a config's format, ...), else under the kind's stand-in
+    name (content whose kind a ``#!`` line or an editor's language gave). A file that is not
+    converted gets its TP900 record. With ``after``, also the findings of the converted text, found
+    by converting it again (conversion is idempotent), so that their lines are those of the new text."""
+    path = name if name and file_kind(name) == kind else filekinds.BY_NAME[kind].stand_in or name
+    result = convert_in(session, path, data)
+    if result.error and not any(r.code == CODES["syntax"] and r.level == "error" for r in result.records):
+        result.records.append(not_converted_record(result.error))
+    remaining: list[Record] = []
+    if after and result.new is not None:
+        again = convert_in(session, path, result.new)
+        source = again.records if again.error is None else result.records
+        remaining = [r for r in source if not r.is_change]
+    return result, remaining

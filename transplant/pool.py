@@ -1,7 +1,7 @@
-"""Converting files, in this process or in worker processes: the worker side (rules and project
-facts set up once per process, one file read and converted per job) and the parent side (jobs sent
-in small batches, results streamed back in job order, a dead worker costing only its file).
-Repository mode (runner.py) and the file modes (filemodes.py) both use it."""
+"""Converting files, in this process or in worker processes: one driver (``run_jobs``) for
+repository mode (runner.py) and the file modes (filemodes.py). The parent hands every job the run's
+Session; a worker gets it once, when it starts (``init_worker``). Jobs go out in small batches,
+results stream back in job order, and a worker that dies costs only the file it was converting."""
 
 from __future__ import annotations
 
@@ -9,74 +9,49 @@ import gc
 import sys
 from collections import deque
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, TypeVar
 
-from .config import Config, RuleOptions
-from .filetypes import FileResult, convert_file, file_kind, may_convert
-from .project import NO_FACTS, ProjectFacts
+from .filetypes import FileResult, convert_in, file_kind, may_convert
 from .records import internal_error, not_converted_record
-from .rules import RuleSet, load_ruleset
+from .session import Session
 from .stopping import end_workers, worker_signals
 
 if TYPE_CHECKING:  # process pools load only when a run needs them
     from concurrent.futures import Future, ProcessPoolExecutor
 
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
 # Below this many files to convert, a run stays in one process: a worker spends most of a small
-# run importing libcst, which this process must do anyway (the file modes use the same bound).
+# run importing libcst, which this process must do anyway.
 POOL_MIN_FILES = 16
 
 
+def in_process(workers: int, files: int) -> bool:
+    """Whether a run of ``files`` files is converted in this process rather than by workers."""
+    return workers <= 1 or files < POOL_MIN_FILES
+
+
 class Job(NamedTuple):
-    """One file to convert, as sent to a worker."""
+    """One file of repository mode to convert, as sent to a worker."""
 
     rel: str
     path: str
-    options: RuleOptions
-    prefilter: bool  # run the pre-filter (False: the parent has screened the file already)
-    debug: bool = False  # let an internal error end the run with its traceback
+    screened: bool = False  # the parent ran the pre-filter on it already: the worker need not
 
 
-_RULES: RuleSet | None = None
-_RULES_KEY: RuleOptions | None = None
-_FACTS: ProjectFacts = NO_FACTS  # the project's facts (transplant.project), set before workers start
-
-
-def set_facts(facts: ProjectFacts) -> None:
-    """The project facts this process converts with (workers get them through init_worker)."""
-    global _FACTS
-    _FACTS = facts
-
-
-def current_facts() -> ProjectFacts:
-    return _FACTS
-
-
-def rules_for(options: RuleOptions) -> RuleSet:
-    """The process-wide RuleSet for these options, built once per process."""
-    global _RULES, _RULES_KEY
-    if _RULES is None or _RULES_KEY != options:
-        _RULES = load_ruleset(options.user_rules, specify_device=options.specify_device,
-                              similar=options.similar, pytorch_version=options.pytorch_version)
-        _RULES_KEY = options
-    return _RULES
-
-
-def forget_rules() -> None:
-    """Drop the process-wide RuleSet, so that the next rules_for reads the rule files again (the
-    language server, when a rule file or pyproject.toml is saved)."""
-    global _RULES, _RULES_KEY
-    _RULES = _RULES_KEY = None
+_SESSION: Session | None = None  # a worker's session, set once by init_worker
 
 
 # Syntax trees are large, acyclic once built and short-lived: collect cycles less often.
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-def init_worker(options: RuleOptions, facts: ProjectFacts = NO_FACTS) -> None:
+def init_worker(session: Session) -> None:
     """Set up a worker process (of repository mode or the file modes)."""
+    global _SESSION
     worker_signals()  # the parent handles Ctrl-C and SIGTERM (stopping.py)
-    rules_for(options)
-    set_facts(facts)
+    _SESSION = session
     gc.freeze()  # never scan the long-lived objects (modules, rules) that exist before the work starts
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -90,12 +65,13 @@ def mp_context():
 
 
 @contextmanager
-def worker_pool(workers: int, ctx, initializer: Callable, initargs: tuple) -> Iterator[ProcessPoolExecutor]:
-    """A process pool that, when the code using it fails or is interrupted (Ctrl-C, SIGTERM), ends
-    its workers at once instead of waiting for the files they are converting."""
+def worker_pool(workers: int, ctx, session: Session) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers convert with ``session``, and that, when the code using it fails
+    or is interrupted (Ctrl-C, SIGTERM), ends its workers at once instead of waiting for the files
+    they are converting."""
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=initializer, initargs=initargs)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker, initargs=(session,))
     try:
         yield pool
     except BaseException:
@@ -106,38 +82,173 @@ def worker_pool(workers: int, ctx, initializer: Callable, initargs: tuple) -> It
         pool.shutdown(wait=True)  # returns at once when the workers were ended
 
 
-def _work_chunk(jobs: list[Job]) -> list[FileResult]:
-    return [_work(job) for job in jobs]
+def _in_worker(work: Callable[[Session, Item], Result], items: list[Item]) -> list[Result]:
+    assert _SESSION is not None, "init_worker sets up every worker"
+    return [work(_SESSION, item) for item in items]
 
 
-def _screen(job: Job, rules: RuleSet) -> FileResult | None:
-    """The result of a file the pre-filter skips, settled in the parent without a worker; None
-    when the file needs a worker (or cannot be read: the worker reports that)."""
-    if not job.prefilter:
-        return None
+WORKER_DIED = "the converter's worker process died on this file (out of memory, or a crash in the parser)"
+
+
+def run_jobs(session: Session, work: Callable[[Session, Item], Result], items: list[Item], workers: int, *,
+             died: Callable[[Item], Result], screen: Callable[[Session, Item], tuple] | None = None,
+             meanwhile: Callable[[], None] = lambda: None,
+             started: Callable[[], None] = lambda: None) -> Iterator[Result]:
+    """``work(session, item)`` for each item, the results in order: in this process for a small run
+    (``in_process``), else in ``workers`` worker processes. ``screen(session, item)``, when given,
+    runs in this process first and returns (None, result) for an item it settles, or (item to send,
+    None) for one that needs ``work``; ``died(item)``
+    stands for the result of an item whose worker died. ``meanwhile()`` runs once, before the first
+    result: with workers, right after the first item is sent, so that it overlaps the workers' start
+    (each imports libcst first); ``started()`` runs once the workers exist (safe to start threads)."""
+    if in_process(workers, len(items)):
+        meanwhile()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
+        try:
+            for item in items:
+                yield work(session, item)
+        finally:
+            gc.set_threshold(*thresholds)
+        return
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = mp_context()
+    workers = min(workers, len(items))
+    # Results come back in order (deterministic warnings and progress), streamed: at most `window`
+    # chunks are in flight, so memory holds a few files at a time, not the repository.
+    chunk = max(1, min(4, len(items) // (workers * 16)))
+    window = workers * 4
+    start = 0
+    pending_copy = [meanwhile]
+
+    def once() -> None:
+        while pending_copy:
+            pending_copy.pop()()
+
+    while start < len(items):
+        with worker_pool(workers, ctx, session) as pool:
+            try:
+                for result in _ordered(pool, session, work, items[start:], chunk, window, screen, once, started):
+                    yield result
+                    start += 1
+                return
+            except BrokenProcessPool:
+                pass  # a worker died (a crash in native code, or killed for memory): see below
+        # The items that were in flight go one at a time, so the one a worker dies on is known
+        # and reported; then the pool starts again after them.
+        once()
+        for result in _one_by_one(session, work, items[start:start + chunk * window], ctx, died):
+            yield result
+            start += 1
+
+
+def _one_by_one(session: Session, work: Callable, items: list, ctx, died: Callable) -> Iterator:
+    """``work`` for each item in turn, in a worker process that is replaced whenever one dies."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    left = deque(items)
+    while left:
+        with worker_pool(1, ctx, session) as pool:  # a new worker after one died
+            while left:
+                try:
+                    result = pool.submit(_in_worker, work, [left[0]]).result()[0]
+                except BrokenProcessPool:
+                    break
+                left.popleft()
+                yield result
+        if left:
+            yield died(left.popleft())
+
+
+def _ordered(pool: ProcessPoolExecutor, session: Session, work: Callable, items: list, chunk: int, window: int,
+             screen: Callable | None = None, meanwhile: Callable[[], None] = lambda: None,
+             started: Callable[[], None] = lambda: None) -> Iterator:
+    pending: deque[Future | list] = deque()
+    in_flight = 0
+    batch: list = []
+    submitted = False
+
+    def submit() -> None:
+        nonlocal in_flight, batch, submitted
+        pending.append(pool.submit(_in_worker, work, batch))
+        in_flight += 1
+        batch = []
+        if not submitted:  # the workers are forked at the first submit; only then is a thread safe to start
+            submitted = True
+            started()
+
+    def ready(block: bool) -> Iterator:
+        nonlocal in_flight
+        if pending:
+            meanwhile()  # before the first result, as in-process; the first item is on its way already
+        while pending:
+            head = pending[0]
+            if isinstance(head, list):
+                pending.popleft()
+                yield from head
+                continue
+            if not block and not head.done():
+                return
+            pending.popleft()
+            in_flight -= 1
+            yield from head.result()
+            block = False
+
+    for item in items:
+        send, settled = screen(session, item) if screen is not None else (item, None)
+        if send is not None:
+            batch.append(send)
+            if len(batch) >= chunk:
+                submit()
+        else:
+            if batch:
+                submit()
+            pending.append([settled])
+        yield from ready(block=in_flight >= window)
+    if batch:
+        submit()
+    while pending:
+        yield from ready(block=True)
+
+
+# --------------------------------------------------------------------------- repository mode's jobs
+
+
+def results(session: Session, jobs: list[Job], workers: int, meanwhile: Callable[[], None]) -> Iterator[FileResult]:
+    """The results of repository mode's ``jobs`` in order (run_jobs); files the pre-filter skips are
+    settled in this process, without a round trip to a worker."""
+    return run_jobs(session, _work, jobs, workers, died=lambda job: not_converted(job.rel, WORKER_DIED),
+                    screen=_screen if session.prefilter else None, meanwhile=meanwhile,
+                    started=_start_preloading)
+
+
+def _screen(session: Session, job: Job) -> tuple[Job | None, FileResult | None]:
+    """(None, the result) of a file the pre-filter skips; (the job, None) when the file needs a worker
+    (or cannot be read: the worker reports that)."""
     try:
         with open(job.path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return None
+        return job, None
     kind = file_kind(job.rel)
-    if may_convert(job.rel, kind, data, rules, _FACTS):
-        return None
-    return FileResult(job.rel, kind, skipped=True)  # as convert_file(..., prefilter=True)
+    if may_convert(job.rel, kind, data, session.rules, session.facts):
+        return job._replace(screened=True), None  # the worker need not scan it again
+    return None, FileResult(job.rel, kind, skipped=True)  # as convert_in with the pre-filter
 
 
-def _work(job: Job) -> FileResult:
+def _work(session: Session, job: Job) -> FileResult:
     try:
         with open(job.path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         return FileResult(job.rel, file_kind(job.rel), error=f"cannot read: {exc.strerror}")
     try:
-        res = convert_file(job.rel, data, rules_for(job.options), prefilter=job.prefilter, facts=_FACTS)
+        res = convert_in(session.unfiltered() if job.screened else session, job.rel, data)
         res.new_lines = converted_lines(data, res)
         return res
     except Exception as exc:  # a bug for one file must not stop the others: it is copied unchanged
-        if job.debug:
+        if session.debug:
             raise
         return not_converted(job.rel, internal_error(exc))
 
@@ -156,130 +267,10 @@ def not_converted(rel: str, reason: str) -> FileResult:
     return FileResult(rel, file_kind(rel), error=reason, records=[not_converted_record(reason)])
 
 
-def results(config: Config, jobs: list[Job], rules: RuleSet, meanwhile: Callable[[], None]) -> Iterator[FileResult]:
-    """The results of ``jobs`` in order. ``meanwhile()`` (copying the other files) runs once, before
-    the first result: with worker processes, right after the first file is sent, so the copying
-    overlaps the workers' start (each imports libcst first). A few files are converted in this
-    process: starting workers would cost more than it saves."""
-    global _RULES, _RULES_KEY
-    _RULES, _RULES_KEY = rules, config.rule_options  # forked workers inherit the built rules
-    if config.jobs <= 1 or len(jobs) < POOL_MIN_FILES:
-        meanwhile()
-        thresholds = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)
-        try:
-            for job in jobs:
-                yield _work(job)
-        finally:
-            gc.set_threshold(*thresholds)
-        return
-    from concurrent.futures.process import BrokenProcessPool
+def _start_preloading() -> None:
+    import threading
 
-    ctx = mp_context()
-    # Results come back in job order (deterministic warnings and progress), streamed: at most
-    # `window` chunks are in flight, so memory holds a few files at a time, not the repository.
-    # Files the pre-filter skips are settled here, in order, without a round trip to a worker.
-    chunk = max(1, min(4, len(jobs) // (config.jobs * 16)))
-    window = config.jobs * 4
-    start = 0
-    pending_copy = [meanwhile]
-
-    def once() -> None:
-        while pending_copy:
-            pending_copy.pop()()
-
-    while start < len(jobs):
-        with worker_pool(config.jobs, ctx, init_worker, (config.rule_options, _FACTS)) as pool:
-            try:
-                for result in _ordered(pool, jobs[start:], rules, chunk, window, once):
-                    yield result
-                    start += 1
-                return
-            except BrokenProcessPool:
-                pass  # a worker died (a crash in native code, or killed for memory): see below
-        # The files that were in flight go one at a time, so the one a worker dies on is known
-        # and reported; then the pool starts again after them.
-        once()
-        for result in one_by_one(_work, jobs[start:start + chunk * window], ctx, init_worker,
-                                 (config.rule_options, _FACTS), lambda job: not_converted(job.rel, WORKER_DIED)):
-            yield result
-            start += 1
-
-
-WORKER_DIED = "the converter's worker process died on this file (out of memory, or a crash in the parser)"
-
-
-def one_by_one(fn: Callable, items: list, ctx, initializer: Callable, initargs: tuple,
-               died: Callable) -> Iterator:
-    """``fn(item)`` for each item in turn, in a worker process that is replaced whenever one dies;
-    ``died(item)`` stands for the result of an item its worker died on."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    left = deque(items)
-    while left:
-        with worker_pool(1, ctx, initializer, initargs) as pool:  # a new worker after one died
-            while left:
-                try:
-                    result = pool.submit(fn, left[0]).result()
-                except BrokenProcessPool:
-                    break
-                left.popleft()
-                yield result
-        if left:
-            yield died(left.popleft())
-
-
-def _ordered(pool: ProcessPoolExecutor, jobs: list[Job], rules: RuleSet, chunk: int, window: int,
-             meanwhile: Callable[[], None] = lambda: None) -> Iterator[FileResult]:
-    pending: deque[Future | list[FileResult]] = deque()
-    in_flight = 0
-    batch: list = []
-    started = False
-
-    def submit() -> None:
-        nonlocal in_flight, batch, started
-        pending.append(pool.submit(_work_chunk, batch))
-        in_flight += 1
-        batch = []
-        if not started:
-            # the workers are forked at the first submit; only then is a thread safe to start
-            started = True
-            import threading
-
-            threading.Thread(target=_preload_report_modules, daemon=True).start()
-
-    def ready(block: bool) -> Iterator[FileResult]:
-        nonlocal in_flight
-        if pending:
-            meanwhile()  # before the first result, as in-process; the first file is on its way already
-        while pending:
-            head = pending[0]
-            if isinstance(head, list):
-                pending.popleft()
-                yield from head
-                continue
-            if not block and not head.done():
-                return
-            pending.popleft()
-            in_flight -= 1
-            yield from head.result()
-            block = False
-
-    for job in jobs:
-        settled = _screen(job, rules)
-        if settled is None:
-            batch.append(job._replace(prefilter=False))  # screened here already: the worker need not scan again
-            if len(batch) >= chunk:
-                submit()
-        else:
-            if batch:
-                submit()
-            pending.append([settled])
-        yield from ready(block=in_flight >= window)
-    if batch:
-        submit()
-    while pending:
-        yield from ready(block=True)
+    threading.Thread(target=_preload_report_modules, daemon=True).start()
 
 
 def _preload_report_modules() -> None:

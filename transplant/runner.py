@@ -15,9 +15,10 @@ from typing import Callable
 from .config import Config
 from .filekinds import PROGRAM_KINDS, small_enough
 from .filetypes import FileResult, file_kind
-from .pool import Job, results, set_facts
+from .pool import Job, results
 from .project import gather
 from .rules import RuleSet
+from .session import Session
 from .walk import Entry, walk
 
 
@@ -188,7 +189,7 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
         if entry.kind == "dir":
             (staging / entry.rel).mkdir(exist_ok=True)
         elif entry.kind == "file" and entry.convert and small_enough(file_kind(entry.rel), base / entry.rel):
-            jobs.append(Job(entry.rel, str(base / entry.rel), config.rule_options, config.prefilter, config.debug))
+            jobs.append(Job(entry.rel, str(base / entry.rel)))
         else:
             rest.append(entry)
 
@@ -206,12 +207,13 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
                 warn(f"{entry.rel}: symbolic link to {link} (outside the input) copied as a link, not followed")
             summary.copied += 1
 
-    set_facts(gather((job.rel, job.path) for job in jobs))  # the project-wide first pass
+    session = Session(rules, gather((job.rel, job.path) for job in jobs),  # the project-wide first pass
+                      prefilter=config.prefilter, debug=config.debug)
     total = len(jobs)
     done = 0
     if on_progress:
         on_progress(done, total)
-    for res in results(config, jobs, rules, copy_rest):
+    for res in results(session, jobs, config.jobs, copy_rest):
         source = base / res.path
         target = staging / res.path
         if res.new is None:

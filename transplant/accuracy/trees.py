@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Config
+from ..console import run_repository
 from ..distributed.entry import resolve_entry
 from ..engine import SourceError
 from ..reports.repository import report_name
@@ -40,8 +41,6 @@ class AccuracyOptions:
 
 def run_accuracy(config: Config, options: AccuracyOptions, *, quiet: bool = False) -> int:
     """Write both trees; the exit status (2 with one line on stderr for a usage error)."""
-    from ..console import run_repository
-
     try:
         staging, tree, bench, notes, warnings = _prepare(config, options)
     except UsageError as exc:

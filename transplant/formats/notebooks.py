@@ -17,6 +17,8 @@ import re
 from ..engine import convert as convert_source
 from ..records import Conversion, Record, SourceError, not_converted_record, skips_file
 from ..project import ProjectFacts
+from ..project.calls import python_findings
+from ..project.pynames import parse
 from ..rules import RuleSet
 from ..session import Session
 from .shell import convert_shell_script
@@ -218,9 +220,6 @@ def project_findings(data: bytes, facts: ProjectFacts) -> list[Record]:
     operators, TP204; CUDA builds such as ``load_inline``, TP205), read as one program as the
     conversion reads them (``import my_ext`` in one cell, ``my_ext.op()`` in the next); when they do
     not parse together, cell by cell. Positions are the cell's line and column."""
-    from ..project.calls import python_findings
-    from ..project.pynames import parse
-
     try:
         nb = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError):

@@ -1,6 +1,6 @@
 """What the language server knows about one document: its findings and its conversion.
 
-Owns: running the file-mode conversion (filemodes.convert_bytes, the same code ``--check`` runs)
+Owns: running the file-mode conversion (filetypes.convert_named, the same code ``--check`` runs)
 on an editor buffer, placing each diagnostic on the buffer (in code points, 0-based; notebook
 findings on the JSON string that holds the cell line), and splitting the conversion into small
 edits tied to the diagnostics they carry out. No protocol types here (no pygls): the server
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import unquote, urlparse
 
-from ..config import RuleOptions
 from ..reports.diagnostics import Diagnostic
-from ..filekinds import LANGUAGE_KINDS
-from ..filemodes import convert_bytes, detect_kind
+from ..filekinds import LANGUAGE_KINDS, detect_kind
+from ..filetypes import convert_named
 from ..records import internal_error, not_converted_record
+from ..session import Session
 from .notebookpos import NotebookPositions
 from .textedits import Edit, LineIndex, minimal_edits
 
@@ -78,7 +78,7 @@ def document_kind(uri: str, text: str, language_id: str | None = None) -> str | 
     return kind
 
 
-def analyse(uri: str, text: str, options: RuleOptions, *, language_id: str | None = None,
+def analyse(uri: str, text: str, session: Session, *, language_id: str | None = None,
             kind: str | None = None) -> Analysis:
     """Convert the buffer in memory and report what ``transplant --check`` would report for it."""
     kind = kind or document_kind(uri, text, language_id)
@@ -87,7 +87,7 @@ def analyse(uri: str, text: str, options: RuleOptions, *, language_id: str | Non
         return analysis
     data = text.encode("utf-8", "surrogatepass")
     try:
-        result, _ = convert_bytes(data, kind, options, True, after=False)
+        result, _ = convert_named(session, data, kind)
     except RecursionError:
         result = None
         records = [not_converted_record("source is nested too deeply to convert")]

@@ -4,7 +4,7 @@ Owns: converting the cells of such a notebook as one program, as the command lin
 ``.ipynb`` (cells share one namespace: ``import torch`` in cell 1 binds ``torch`` in cell 5), and
 splitting the result back into one :class:`~transplant.lsp.analysis.Analysis` per cell document,
 with the findings at their places in the cell and the cell's own converted text. The conversion
-itself is the file modes' (filemodes.convert_bytes on a notebook); no pygls here.
+itself is the file modes' (filetypes.convert_named on a notebook); no pygls here.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..config import RuleOptions
+from ..session import Session
 from ..reports.diagnostics import Diagnostic
-from ..filemodes import convert_bytes
+from ..filetypes import convert_named
 from ..records import internal_error, not_converted_record
 from .analysis import Analysis, Finding, python_span
 
@@ -38,13 +38,13 @@ def _notebook(cells: list[Cell]) -> bytes:
     return json.dumps({"cells": out, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode("utf-8")
 
 
-def analyse_cells(display: str, cells: list[Cell], options: RuleOptions) -> dict[str, Analysis]:
+def analyse_cells(display: str, cells: list[Cell], session: Session) -> dict[str, Analysis]:
     """An Analysis for each code cell, keyed by the cell's URI."""
     analyses = {c.uri: Analysis(c.text, "python") for c in cells if c.code}
     if not analyses:
         return analyses
     try:
-        result, _ = convert_bytes(_notebook(cells), "notebook", options, True, after=False)
+        result, _ = convert_named(session, _notebook(cells), "notebook")
         records = result.records
     except Exception as exc:  # a bug of ours must not stop the server: report it on the first cell
         result, records = None, [not_converted_record(internal_error(exc))]

@@ -19,8 +19,8 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..config import RuleOptions
-from ..rules import RuleError
-from ..pool import forget_rules, rules_for
+from ..rules import RuleError, RuleSet
+from ..session import Session, load_rules
 from ..settings import find_pyproject, options_for, read_table
 from .analysis import Analysis, Finding, analyse, uri_path
 from .cells import Cell, analyse_cells
@@ -44,6 +44,7 @@ class TransplantServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.settings: dict[str, tuple[float, RuleOptions]] = {}  # pyproject path -> (mtime, options)
         self.reported: set[str] = set()  # settings errors already shown (each once)
+        self.rulesets: dict[RuleOptions, RuleSet] = {}  # read once, again after a rule file is saved
 
     # ------------------------------------------------------------------ settings
 
@@ -74,12 +75,23 @@ class TransplantServer(LanguageServer):
 
     def _checked(self, options: RuleOptions, where: str) -> RuleOptions:
         try:
-            rules_for(options)  # loads (once) and validates user rule files
+            self.rules(options)  # loads (once) and validates user rule files
             return options
         except RuleError as exc:
             self._tell(f"{where + ': ' if where else ''}{exc}; using the built-in rules")
-            rules_for(RuleOptions())
+            self.rules(RuleOptions())
             return RuleOptions()
+
+    def rules(self, options: RuleOptions) -> RuleSet:
+        rules = self.rulesets.get(options)
+        if rules is None:
+            rules = self.rulesets[options] = load_rules(options)
+        return rules
+
+    def session_for(self, uri: str) -> Session:
+        """What the document is converted with: its project's rules (no project facts: the server
+        sees one document at a time)."""
+        return Session(self.rules(self.options_for(uri)))
 
     def _tell(self, message: str) -> None:
         if message in self.reported:
@@ -101,8 +113,7 @@ class TransplantServer(LanguageServer):
         cached = self.analyses.get(uri)
         if cached is not None and cached[0] == document.version and cached[1].text == document.source:
             return cached[1]
-        options = self.options_for(uri)
-        result = analyse(uri, document.source, options, language_id=document.language_id)
+        result = analyse(uri, document.source, self.session_for(uri), language_id=document.language_id)
         self.analyses[uri] = (document.version, result)
         return result
 
@@ -118,7 +129,7 @@ class TransplantServer(LanguageServer):
         if self.shapes.get(notebook.uri) == shape and all(
                 hit is not None and hit[1].text == c.text for hit, c in zip(cached, [c for c in cells if c.code])):
             return {c.uri: self.analyses[c.uri][1] for c in cells if c.code}
-        results = analyse_cells(uri_path(notebook.uri), cells, self.options_for(notebook.uri))
+        results = analyse_cells(uri_path(notebook.uri), cells, self.session_for(notebook.uri))
         for cell_uri, result in results.items():
             self.analyses[cell_uri] = (self.workspace.get_text_document(cell_uri).version, result)
         return results
@@ -302,7 +313,7 @@ def build_server() -> TransplantServer:
     def did_save(ls: TransplantServer, params: lsp.DidSaveTextDocumentParams) -> None:
         path = uri_path(params.text_document.uri)
         if path.endswith((".json", "pyproject.toml")):  # a rule file or the settings: read them again
-            forget_rules()
+            ls.rulesets.clear()
             ls.settings.clear()
             ls.reported.clear()
             for uri in list(ls.analyses):

@@ -17,6 +17,7 @@ from . import NO_FACTS, OpSource, ProjectFacts
 from .builds import HELPER_WORDS, NPU_ROUTE, build_records, find_builds
 from .packages import setup_requirement_records
 from .pynames import bindings, column, import_bindings, parse, qualify, source_lines
+from .triton import triton_records
 
 
 def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "") -> list[Record]:
@@ -33,8 +34,6 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "")
     if facts.modules or facts.namespaces or b"cpp_extension" in data:
         records += _operator_calls(tree, names, lines, facts)
     if b"triton" in data or facts.triton_kernels:
-        from .triton import triton_records
-
         records += triton_records(path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready,
                                   facts.triton_ready_dirs)
     if b"install_requires" in data:
