@@ -25,7 +25,7 @@ class FileResult(Recorded):
     """What happened to one file. ``new`` is None when the file is copied unchanged."""
 
     path: str  # relative to the input root, with "/" separators
-    kind: str  # python | notebook | shell | cpp | requirements | config | dockerfile | other
+    kind: str  # python | notebook | shell | cpp | requirements | config | dockerfile | build | other
     new: bytes | None = None
     records: list[Record] = field(default_factory=list)
     error: str | None = None
@@ -51,7 +51,45 @@ def file_kind(path: str | PurePath) -> str:
         return "config"
     if base in ("dockerfile", "containerfile") or base.startswith("dockerfile.") or base.endswith(".dockerfile"):
         return "dockerfile"
-    return "other"
+    return issue20_kind(name)
+
+
+# --- Hook of issue 20's file kinds (formats/buildfiles.py, formats/conda.py, formats/framework_configs.py),
+# kept apart so that the file-kind registry can take it over: Makefiles and CMake files are the kind
+# "build"; conda environments and framework settings (accelerate, transformers, Lightning) are read
+# inside the "config" kind, after formats/configs.py.
+SIZE_LIMITS["build"] = 1 << 20
+
+
+def issue20_kind(name: str) -> str:
+    from .project.cuda_programs import is_build_file
+
+    return "build" if is_build_file(name) else "other"
+
+
+def issue20_may_match(data: bytes) -> bool:
+    from .project.cuda_programs import may_match
+
+    return may_match(data)
+
+
+def issue20_convert(path: str, data: bytes, facts: ProjectFacts) -> Conversion:
+    from .formats.buildfiles import convert_build_file
+
+    return convert_build_file(path, data, facts)
+
+
+def issue20_config_may_match(path: str, data: bytes) -> bool:
+    from .formats import conda, framework_configs
+
+    return framework_configs.may_match(data) or conda.is_environment(path, data)
+
+
+def issue20_config(path: str, data: bytes, conv: Conversion) -> Conversion:
+    from .formats import conda, framework_configs
+
+    return conda.apply(path, data, framework_configs.apply(path, data, conv))
+# --- end of issue 20's hook
 
 
 def within_limits(kind: str, size: int) -> bool:
@@ -73,7 +111,9 @@ def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: Projec
     if kind == "config":
         from .formats.configs import may_match
 
-        return may_match(path, data, rules)
+        return may_match(path, data, rules) or issue20_config_may_match(path, data)
+    if kind == "build":
+        return issue20_may_match(data)
     if kind == "dockerfile":
         from .formats.dockerfile import may_match
 
@@ -94,6 +134,8 @@ def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = Tr
     try:
         if kind == "python":
             conv = _convert_python(path, data, rules, facts, prefilter)
+        elif kind == "build":
+            conv = issue20_convert(path, data, facts)
         elif kind in ("cpp", "requirements", "config", "dockerfile"):
             conv = _convert_project_file(path, kind, data, rules, facts)
         elif kind == "notebook":
@@ -167,7 +209,7 @@ def _convert_project_file(path: str, kind: str, data: bytes, rules: RuleSet, fac
     if kind == "config":
         from .formats.configs import convert_config
 
-        return convert_config(path, data, rules)
+        return issue20_config(path, data, convert_config(path, data, rules))
     from .formats.dockerfile import convert_dockerfile
 
     return convert_dockerfile(data, rules)
