@@ -122,3 +122,18 @@ def test_build_files():
     assert convert_build_file("Makefile", b"# nvcc is not used here\nall:\n\tgcc -o a a.c\n").records == []
     program, = convert_build_file("Makefile", b"all:\n\tnvcc -o a a.cu -lnccl\n").records
     assert program.api == "CUDA program" and "Ascend C" in program.suggestion and "(nvcc, NCCL)" in program.message
+
+
+def test_dependency_routes_fit_the_use():
+    from transplant.formats.requirements import convert_requirements
+
+    text = (b"bitsandbytes\nxformers\nflash-attn-triton\ncausal-conv1d>=1.2\nmamba-ssm\nnvidia-cutlass-dsl\n"
+            b"nvidia-cublas-cu12\nonnxruntime-gpu\nvllm\n")
+    routes = {r.api: r.suggestion for r in convert_requirements(text).records}
+    assert "unquantised" in routes["bitsandbytes"] and "NpuFusedAdamW" in routes["bitsandbytes"]  # loading, optimisers
+    assert "npu_swiglu" in routes["xformers"] and "scaled_dot_product_attention" in routes["xformers"]
+    assert "npu_fusion_attention" in routes["flash_attn"]
+    assert "selective_scan_ref" in routes["mamba_ssm"] and "conv1d" in routes["causal_conv1d"]
+    assert "Ascend C" in routes["cutlass"]  # not the nvidia-* wheels' "not needed"
+    assert "not needed" in routes["nvidia CUDA wheels"]
+    assert "CANN" in routes["onnxruntime"] and "vllm-ascend" in routes["vllm"]
