@@ -4,7 +4,9 @@ Golden reports (the Unsupported sheet's rows as File, Line, Level, API, Message,
 the fixture projects ``frameworks_mixed`` (transformers' attention implementation, accelerate's
 config files, Lightning's accelerator, DeepSpeed's accelerator interface) and ``cuda_programs``
 (Makefile / CMake CUDA programs, an extension of template instantiations and headers, loose .cu
-files, a conda environment) are ``tests/fixtures/reports/<name>.tsv``.
+files, a conda environment) and ``library_context`` (a library's uses in one file as one row, optional
+imports, the project's own package, an extension the project builds, pyproject metadata) are
+``tests/fixtures/reports/<name>.tsv``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from transplant.formats.conda import environment_records, is_environment
 from transplant.formats.framework_configs import framework_config
 from transplant.project.calls import python_findings
 
+CONTEXT = FIXTURES / "projects" / "library_context"
 FRAMEWORKS = FIXTURES / "projects" / "frameworks_mixed"
 PROGRAMS = FIXTURES / "projects" / "cuda_programs"
 
@@ -137,3 +140,40 @@ def test_dependency_routes_fit_the_use():
     assert "Ascend C" in routes["cutlass"]  # not the nvidia-* wheels' "not needed"
     assert "not needed" in routes["nvidia CUDA wheels"]
     assert "CANN" in routes["onnxruntime"] and "vllm-ascend" in routes["vllm"]
+
+
+def test_library_context_report_matches_golden(tmp_path):
+    result = convert_project(CONTEXT, tmp_path)
+    rows = sheet(result, "Unsupported")
+    assert as_tsv(rows) == (FIXTURES / "reports" / "library_context.tsv").read_text(encoding="utf-8")
+    # one row for the CuTe DSL kernel file, naming what it uses; never one row per name
+    cute = [r for r in rows if r[0] == "kernels/cute_kernel.py"]
+    assert len(cute) == 1 and "cutlass.cute.Tensor" in cute[0][6] and cute[0][8] == 11
+    # the library rule of an extension the project builds leaves it to the project's own findings
+    assert not [r for r in rows if r[4] == "selective_scan_cuda" and r[5] != "note"]
+
+
+def test_pinned_requirements_in_a_pyproject_array_are_all_read():
+    from transplant.formats.requirements import pyproject_items
+
+    text = '[project]\ndependencies = [\n  "tilelang==0.1.8",\n  "flash-attn>=2",\n]\n"quoted" = ["x"]\n'
+    assert [t for _, _, t in pyproject_items(text)] == ["tilelang==0.1.8", "flash-attn>=2"]
+
+
+def test_optional_import_lines():
+    import ast
+
+    from transplant.project.library_context import optional_import_lines
+
+    tree = ast.parse("try:\n    import a\nexcept ImportError:\n    a = None\n"
+                     "try:\n    import b\nexcept KeyError:\n    pass\n"
+                     "try:\n    x = 1\nexcept ImportError:\n    pass\n")
+    assert optional_import_lines(tree) == ({2}, {3, 4})
+
+
+def test_words_that_describe_a_project_are_not_settings():
+    from transplant.formats.configs import convert_config
+
+    data = b'[project]\nkeywords = ["cuda", "pytorch"]\nclassifiers = ["Environment :: GPU :: NVIDIA CUDA"]\n' \
+           b'[tool.run]\nname = "cuda"\n'
+    assert [r.line for r in convert_config("pyproject.toml", data).records] == [5]

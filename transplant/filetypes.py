@@ -89,6 +89,14 @@ def issue20_config(path: str, data: bytes, conv: Conversion) -> Conversion:
     from .formats import conda, framework_configs
 
     return conda.apply(path, data, framework_configs.apply(path, data, conv))
+def issue20_library_context(data: bytes, conv: Conversion, facts: ProjectFacts) -> Conversion:
+    """A Python file's CUDA-only library findings: optional imports and the project's own packages are notes."""
+    if not any(r.code in ("TP204", "TP206") and r.level != "note" for r in conv.records):
+        return conv
+    from .project.library_context import adjust
+
+    built = frozenset(m.name for m in facts.modules if m.cuda)
+    return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built))
 # --- end of issue 20's hook
 
 
@@ -178,7 +186,7 @@ def _convert_python(path: str, data: bytes, rules: RuleSet, facts: ProjectFacts,
             mine = {(r.line, r.api) for r in found}
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
-    return conv
+    return issue20_library_context(data, conv, facts)
 
 
 def _convert_notebook(data: bytes, rules: RuleSet, facts: ProjectFacts) -> Conversion:

@@ -76,6 +76,15 @@ def _is_key(code: bytes, m: re.Match[bytes], is_json: bool) -> bool:
     return _KEY_AFTER.match(after) is not None and _KEY_BEFORE.search(before) is not None
 
 
+_LINE_KEY = re.compile(rb"^\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]")
+
+
+def _descriptive(code: bytes) -> bool:
+    """Is the line's key one that describes the project (``keywords = ["cuda", ...]``), not a setting?"""
+    m = _LINE_KEY.match(code)
+    return m is not None and m.group(1).decode("latin-1").lower() in project_data("configs.json")["descriptive_keys"]
+
+
 def _code_part(line: bytes, is_json: bool) -> bytes:
     """The line without its comment (JSON has none)."""
     if is_json:
@@ -118,8 +127,9 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
                                   api=key.decode("latin-1"), old=value.decode(), new=new.decode()))
             edits.append((value_at, value_at + len(value), new))
             changed.add(value_at)
+        descriptive = _descriptive(code)
         for m in _TOKEN.finditer(code):
-            if m.start() in changed or _is_key(code, m, is_json):
+            if m.start() in changed or descriptive or _is_key(code, m, is_json):
                 continue
             value = m.group(1).decode()
             records.append(Record(number, m.start() + 1, number, m.end() + 1, CODES["project_file"], "warning",

@@ -55,6 +55,7 @@ class ProjectFacts:
     triton_ready_dirs: tuple[str, ...] = ()  # folders whose Triton code already runs on NPU ("" = the root)
     # CUDA build files (Makefile, CMakeLists.txt: formats/buildfiles.py) -> the CUDA sources under their folder
     cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -172,6 +173,10 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             if scan.registrations or scan.kernels:
                 scans[rel] = scan
     facts = _facts(scans, builds)
+    from .library_context import own_packages
+
+    if python_files:
+        facts = dataclasses.replace(facts, own_packages=own_packages(python_files))
     if build_files:
         from .cuda_programs import group_sources
 
