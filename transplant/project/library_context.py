@@ -11,7 +11,7 @@ of a Python file:
   (libraries_extensions.json) says nothing where the project builds that module itself: the
   project's own findings (TP204, at its imports and at each operator call) name it.
 * **The project's own package.** A library rule may name a package that the project being converted
-  is (mamba_ssm's rules, converting mamba itself): uses of it in the project are notes, since its
+  is (mamba_ssm's rules, converting mamba itself): uses of it in the project say nothing, since its
   CUDA-only parts are reported where they are defined (its extension imports, its Triton kernels).
 
 Works on a CPython ``ast`` tree; changes levels and messages of records, never code.
@@ -71,8 +71,8 @@ def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
 
 
 def adjust(data: bytes, records: list[Record], own: frozenset[str], built: frozenset[str] = frozenset()) -> list[Record]:
-    """The records with optional imports and uses of the project's own packages as notes, and the
-    library findings of extensions the project builds (``built``) left to the project's own."""
+    """The records with optional imports as notes; the library findings of the project's own packages
+    (``own``) and of extensions the project builds (``built``) left to the project's own findings."""
     records = [r for r in records if not (r.code == CODES["library"] and r.api in built)]
     library = [r for r in records if (r.code == CODES["library"] or r.operation == "extension import")
                and not r.is_change and r.level != "note"]
@@ -93,9 +93,8 @@ def adjust(data: bytes, records: list[Record], own: frozenset[str], built: froze
             out.append(r)
             continue
         if r.code == CODES["library"] and r.api.split(".", 1)[0] in own:
-            r = dataclasses.replace(r, level="note", message=f"{r.message} (this project's own package {r.api.split('.', 1)[0]}: "
-                                    "its CUDA-only parts are reported where they are defined)")
-        elif r.line in optional:  # an import statement's line holds nothing but the import
+            continue  # the project's own package: its CUDA-only parts are reported where they are defined
+        if r.line in optional:  # an import statement's line holds nothing but the import
             r = dataclasses.replace(r, level="note", message=f"{r.message} (an optional import: its except "
                                     "ImportError branch runs where the library is missing, as on an NPU machine)")
         out.append(r)
