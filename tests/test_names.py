@@ -176,3 +176,40 @@ def test_fused_operators_named_in_routes_have_their_prototype_and_arguments():
         assert exists(f"torch_npu.{op}", public_names()), op
         for keyword in re.findall(r"(\w+)=", args):
             assert re.search(rf"\b{keyword}\b", prototypes[op]), (op, keyword)
+
+
+def project_data_names() -> list[tuple[str, str]]:
+    """(file:JSON path, name) for every torch_npu / torch.npu name in the texts of rules/project/*.json
+    (routes, messages, suggestions of the project scan and the project files); ``NpuFused*`` is a
+    pattern for people, not a name."""
+    out: list[tuple[str, str]] = []
+
+    def walk(value, where: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key != "source":  # a source says where a fact comes from, not what to use
+                    walk(item, f"{where}.{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+        elif isinstance(value, str):
+            for m in SUGGESTED.finditer(value):
+                if not value[m.end():m.end() + 1] == "*":
+                    out.append((where, m.group()))
+
+    for path in sorted(RULES.glob("project/*.json")):
+        walk(json.loads(path.read_text(encoding="utf-8")), path.name)
+    return out
+
+
+PROJECT_NAMES = project_data_names()
+
+
+@pytest.mark.parametrize("origin,name", PROJECT_NAMES, ids=[f"{o}:{n}" for o, n in PROJECT_NAMES])
+def test_project_data_names_exist(origin: str, name: str):
+    assert exists(name, public_names()), f"{origin} names {name}, which torch_npu 2.14 does not have"
+
+
+def test_project_data_names_are_found():
+    found = {name for _, name in PROJECT_NAMES}
+    assert {"torch_npu.npu_fusion_attention", "torch_npu.npu.device_count"} <= found

@@ -116,7 +116,7 @@ def test_unsupported_sheet_gives_original_and_converted_lines(workbook):
     assert ("setup.py", 16, 16, "nvcc", "warning") in found
     assert ("requirements.txt", 3, 3, "torch_npu", "warning") in found
     assert ("Dockerfile", 1, 1, "nvidia/cuda:12.1.0-cudnn8-devel-ubuntu22.04", "warning") in found
-    assert ("configs/train.yaml", 6, 6, "cuda", "warning") in found  # accelerator: cuda is reported
+    assert ("configs/train.yaml", 6, 6, "lightning accelerator", "warning") in found  # accelerator: cuda is reported
     assert ("scripts/check_gpu.sh", 4, 4, "nvidia-smi", "warning") in found  # with options: reported
     # the Python kinds: an unknown torch.cuda name reached through a star import, a CUDA-only library
     assert ("evaluate.py", 14, 15, "torch.cuda.set_sync_debug_mode_soon", "error") in found

@@ -18,6 +18,7 @@ from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_fil
 from ..resources import project_data
 from ..rules import RuleSet
 from ..session import Session
+from . import conda, framework_configs
 from .shell import env_edits, env_pattern
 from .requirements import pyproject_items, setup_cfg_items, toml_code
 
@@ -70,6 +71,15 @@ def _is_key(code: bytes, m: re.Match[bytes], is_json: bool) -> bool:
     return _KEY_AFTER.match(after) is not None and _KEY_BEFORE.search(before) is not None
 
 
+_LINE_KEY = re.compile(rb"^\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]")
+
+
+def _descriptive(code: bytes) -> bool:
+    """Is the line's key one that describes the project (``keywords = ["cuda", ...]``), not a setting?"""
+    m = _LINE_KEY.match(code)
+    return m is not None and m.group(1).decode("latin-1").lower() in project_data("configs.json")["descriptive_keys"]
+
+
 def _code_part(line: bytes, is_json: bool) -> bytes:
     """The line without its comment (JSON has none)."""
     if is_json:
@@ -112,8 +122,9 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
                                   api=key.decode("latin-1"), old=value.decode(), new=new.decode()))
             edits.append((value_at, value_at + len(value), new))
             changed.add(value_at)
+        descriptive = _descriptive(code)
         for m in _TOKEN.finditer(code):
-            if m.start() in changed or _is_key(code, m, is_json):
+            if m.start() in changed or descriptive or _is_key(code, m, is_json):
                 continue
             value = m.group(1).decode()
             records.append(Record(number, m.start() + 1, number, m.end() + 1, CODES["project_file"], "warning",
@@ -140,8 +151,12 @@ def may_convert(path: str, data: bytes, session: Session) -> bool:
     """Can the conversion find anything in ``data``? (dependency lists are always read)"""
     pattern = env_pattern(session.rules)
     return (b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
-            or (pattern is not None and pattern.search(data) is not None))
+            or (pattern is not None and pattern.search(data) is not None)
+            or framework_configs.may_match(data) or conda.is_environment(path, data))
 
 
 def convert(path: str, data: bytes, session: Session) -> Conversion:
-    return convert_config(path, data, session.rules)
+    """The configuration's values, then frameworks' settings (accelerate, transformers, Lightning)
+    and a conda environment's packages (formats/framework_configs.py, formats/conda.py)."""
+    conv = convert_config(path, data, session.rules)
+    return conda.apply(path, data, framework_configs.apply(path, data, conv))

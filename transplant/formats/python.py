@@ -5,7 +5,7 @@ every file, so this module imports the engine and the project scan only where a 
 
 from __future__ import annotations
 
-from ..records import Conversion
+from ..records import CODES, Conversion
 from ..session import Session
 
 
@@ -36,4 +36,16 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
             mine = {(r.line, r.api) for r in found}
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
-    return conv
+    return _library_context(data, conv, session)
+
+
+def _library_context(data: bytes, conv: Conversion, session: Session) -> Conversion:
+    """A Python file's CUDA-only library findings: optional imports and the project's own packages
+    are notes (transplant.project.library_context)."""
+    if not any(r.code in (CODES["custom_op"], CODES["library"]) and r.level != "note" for r in conv.records):
+        return conv
+    from ..project.library_context import adjust
+
+    facts = session.facts
+    built = frozenset(m.name for m in facts.modules if m.cuda)
+    return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built))

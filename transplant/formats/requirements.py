@@ -88,7 +88,7 @@ def pyproject_items(text: str) -> list[tuple[int, int, str]]:
         if header:
             table, array_key = header.group(1), ""
             continue
-        key = re.match(r"^\s*([A-Za-z0-9_.\"-]+)\s*=", line)
+        key = re.match(r"^\s*([A-Za-z0-9_.-]+|\"[^\"]+\")\s*=(?!=)", line)  # not "pkg==1.0" in an array
         if key:
             array_key = key.group(1).strip('"') if "[" in line[key.end():] else ""
             if table.endswith("dependencies") and table.startswith("tool.poetry") and not array_key:

@@ -24,7 +24,8 @@ BUILD_WORD = b"cpp_extension"
 # words that make a Python file worth the project scan even without project facts: builds and
 # their flags (see builds.py), and setup() dependencies (packages.py)
 STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires", b"triton", b".cu'", b'.cu"', b".cuh", b"extra_cuda_cflags",
-                b"cuda_sources")  # the last five: builds through a project's own helper (builds.HELPER_WORDS)
+                b"cuda_sources",  # the five before: builds through a project's own helper (builds.HELPER_WORDS)
+                b"attn_implementation", b"use_flash_attention_2", b"accelerator")  # frameworks.WORDS
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
 
@@ -52,6 +53,9 @@ class ProjectFacts:
     triton_kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
     triton_ready: frozenset[str] = frozenset()
     triton_ready_dirs: tuple[str, ...] = ()  # folders whose Triton code already runs on NPU ("" = the root)
+    # CUDA build files (Makefile, CMakeLists.txt: formats/buildfiles.py) -> the CUDA sources under their folder
+    cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -85,6 +89,14 @@ class ProjectFacts:
     def module_of_file(self, path: str) -> str:
         return dict(self.file_module).get(path, "")
 
+    def cuda_sources_of(self, build_file: str) -> tuple[str, ...]:
+        return dict(self.cuda_programs).get(build_file, ())
+
+    def cuda_owner(self, path: str) -> str:
+        """The CUDA Makefile or CMakeLists.txt above the CUDA source ``path`` that names it once for all
+        its files, or "" (a source of an extension build is named file by file, with its kernels)."""
+        return next((build for build, sources in self.cuda_programs if path in sources), "")
+
 
 NO_FACTS = ProjectFacts()
 
@@ -117,8 +129,15 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     npu_marked: set[str] = set()  # files that name triton-ascend or torch_npu
     npu_loaders: dict[str, object] = {}  # files that may import kernels behind an NPU test
     dependency_dirs: set[str] = set()  # folders whose dependency file lists triton-ascend
+    build_files: list[str] = []  # CUDA Makefiles / CMakeLists.txt (formats/buildfiles.py)
+    cuda_sources: list[str] = []
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
+        if cpp_ops.is_cuda(rel):
+            cuda_sources.append(rel)
+        elif _is_cuda_build_file(rel, path):
+            build_files.append(rel)
+            continue
         if not is_py and not cpp_ops.is_cpp(rel):
             if triton.is_dependency_file(rel) and _mentions(path, (b"triton-ascend", b"triton_ascend")):
                 dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
@@ -154,11 +173,32 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             if scan.registrations or scan.kernels:
                 scans[rel] = scan
     facts = _facts(scans, builds)
+    from .library_context import own_packages
+
+    if python_files:
+        facts = dataclasses.replace(facts, own_packages=own_packages(python_files))
+    if build_files:
+        from .cuda_programs import group_sources
+
+        facts = dataclasses.replace(facts, cuda_programs=group_sources(build_files, cuda_sources))
     if importers:
         facts = dataclasses.replace(facts, stars=_stars(importers, python_files))
     if kernel_files or dependency_dirs:
         facts = _triton_facts(facts, kernel_files, npu_marked, npu_loaders, dependency_dirs)
     return facts
+
+
+def _is_cuda_build_file(rel: str, path: str) -> bool:
+    from .cuda_programs import SIZE_LIMIT, is_build_file, is_cuda_build
+
+    if not is_build_file(rel):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(SIZE_LIMIT + 1)
+    except OSError:
+        return False
+    return len(data) <= SIZE_LIMIT and is_cuda_build(data)
 
 
 def _mentions(path: str, words: tuple[bytes, ...]) -> bool:

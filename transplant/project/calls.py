@@ -14,6 +14,8 @@ import ast
 
 from ..records import CODES, SKIP_LINE, Record, skips_file
 from . import NO_FACTS, OpSource, ProjectFacts
+from .frameworks import WORDS as FRAMEWORK_WORDS
+from .frameworks import framework_records
 from .builds import HELPER_WORDS, NPU_ROUTE, build_records, find_builds
 from .packages import setup_requirement_records
 from .pynames import bindings, column, import_bindings, parse, qualify, source_lines
@@ -38,6 +40,8 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "")
                                   facts.triton_ready_dirs)
     if b"install_requires" in data:
         records += setup_requirement_records(tree, names, lines)
+    if _has(data, *FRAMEWORK_WORDS):
+        records += framework_records(data, tree, names, lines)
     raw = data.splitlines()
     records = [r for r in records if not (r.line <= len(raw) and SKIP_LINE.search(raw[r.line - 1]))]
     records.sort(key=lambda r: (r.line, r.col))

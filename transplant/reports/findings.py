@@ -2,7 +2,9 @@
 
 The records keep one finding per place (editors and SARIF need each place); the workbook and the
 console read them through here. Identical findings in one file (same code, level, API, message and
-suggestion) are one row with their count and lines. Rows are ordered by level (errors, then
+suggestion) are one row with their count and lines; so are the uses of one CUDA-only library in
+one file that differ only in the name used (``cutlass.cute.Tensor``, ``cutlass.Float32``, ...: one
+row for the library, naming what is used). Rows are ordered by level (errors, then
 warnings, then notes), then file, then place in the file. ``level_counts`` and ``kind_counts`` give the console's
 summary. Plain data in, plain data out; no file is written here.
 """
@@ -15,7 +17,7 @@ from typing import Iterable
 
 from ..filetypes import FileResult
 from ..codes import NOT_CONVERTED
-from ..records import Record
+from ..records import CODES, Record, cell_message
 
 LEVELS = ("error", "warning", "note")
 _RANK = {level: i for i, level in enumerate(LEVELS)}
@@ -29,10 +31,21 @@ class Row:
     first: Record
     converted_line: int
     lines: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # a library row: the names used, in order
 
     @property
     def count(self) -> int:
         return len(self.lines)
+
+    @property
+    def message(self) -> str:
+        """The first finding's message; a library row with several names used says which."""
+        distinct = list(dict.fromkeys(self.names))
+        if len(distinct) < 2:
+            return self.first.shown_message
+        shown = ", ".join(distinct[:6]) + (", ..." if len(distinct) > 6 else "")
+        text = f"{self.first.api} ({len(distinct)} names used: {shown}): {_library_text(self.first)[1]}"
+        return cell_message(self.first.cell, text)
 
     def shown_lines(self, limit: int = 20) -> str:
         """The lines, for a cell: all of them up to ``limit``, then how many more."""
@@ -49,6 +62,20 @@ def reported(results: Iterable[FileResult]) -> Iterable[tuple[FileResult, Record
                 yield res, r
 
 
+def _library_text(r: Record) -> tuple[str, str]:
+    """(name used, what the rule says) of a library finding ``NAME (from LIBRARY): TEXT`` or
+    ``LIBRARY: TEXT``; ("", message) for any other finding."""
+    if r.code != CODES["library"] or not r.api:
+        return "", r.message
+    if r.message.startswith(f"{r.api}: "):
+        return r.api, r.message[len(r.api) + 2:]
+    marker = f" (from {r.api}): "
+    at = r.message.find(marker)
+    if at > 0 and " " not in r.message[:at]:
+        return r.message[:at], r.message[at + len(marker):]
+    return "", r.message
+
+
 def rows(results: Iterable[FileResult]) -> list[Row]:
     out: list[Row] = []
     for res in results:
@@ -56,12 +83,15 @@ def rows(results: Iterable[FileResult]) -> list[Row]:
         for r in res.findings:
             if r.code == NOT_CONVERTED:
                 continue
-            key = (r.code, r.level, r.api, r.cell, r.message, r.suggestion)
+            name, text = _library_text(r)
+            key = (r.code, r.level, r.api, r.cell, text if name else r.message, r.suggestion)
             row = by_key.get(key)
             if row is None:
                 row = by_key[key] = Row(res.path, r, res.new_lines.get(r.line, r.line))
                 out.append(row)
             row.lines.append(r.line)
+            if name:
+                row.names.append(name)
     # stable: within a file, rows keep the records' order (by line; a notebook's by cell, then line)
     out.sort(key=lambda row: (_RANK.get(row.first.level, len(LEVELS)), row.path))
     return out

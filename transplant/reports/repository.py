@@ -103,7 +103,7 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
 
     grouped = rows(results)
     occurrences = [[row.path, row.first.line, row.converted_line, row.first.col, row.first.api, row.first.level,
-                    row.first.shown_message, row.first.suggestion, row.count, row.shown_lines() if row.count > 1 else ""]
+                    row.message, row.first.suggestion, row.count, row.shown_lines() if row.count > 1 else ""]
                    for row in grouped]
     per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
     for res, r in reported(results):

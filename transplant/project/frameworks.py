@@ -1,0 +1,111 @@
+"""Frameworks that choose CUDA through a setting (rules/project/frameworks.json), in Python files.
+
+* Hugging Face transformers' attention implementation: ``attn_implementation="flash_attention_2"``
+  as a keyword of any call (``from_pretrained``, ``from_config``, a config class, ``dict(...)``), as
+  a value assigned to ``<x>.attn_implementation`` / ``<x>._attn_implementation`` or to such a
+  key of a mapping, in a dict literal, and ``use_flash_attention_2=True``: one finding at the value,
+  with the NPU route (transformers' own NPU flash attention, or ``sdpa``).
+* Lightning's ``accelerator="gpu"`` / ``"cuda"`` (a keyword of any call in a file that imports
+  lightning, pytorch_lightning or lightning_fabric): reported, not rewritten; Lightning has no NPU
+  accelerator upstream.
+
+Code that uses DeepSpeed's ``get_accelerator()`` needs nothing and gets nothing. Works on a CPython
+``ast`` tree; never rewrites code. The configuration files' side is formats/framework_configs.py.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..records import CODES, Record
+from ..resources import project_data
+from .pynames import column
+
+DATA = "frameworks.json"
+RULE = "frameworks.json"
+# a file is scanned only when its bytes contain one of these (project.STATIC_WORDS)
+WORDS = (b"attn_implementation", b"use_flash_attention_2", b"accelerator")
+
+
+def _record(lines: list[str], node: ast.AST, code: str, level: str, api: str, message: str,
+            suggestion: str) -> Record:
+    col = column(lines, node.lineno, node.col_offset)
+    end_line = node.end_lineno or node.lineno
+    end_col = column(lines, end_line, node.end_col_offset or node.col_offset)
+    return Record(node.lineno, col, end_line, end_col, code, level, "framework setting", message, RULE, api=api,
+                  suggestion=suggestion)
+
+
+def _text(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def attention_record(lines: list[str], node: ast.AST, value: str) -> Record | None:
+    facts = project_data(DATA)["attention"]
+    entry = facts["values"].get(value)
+    if entry is None:
+        return None
+    return _record(lines, node, CODES["library"], entry["level"], value, entry["message"], entry["suggestion"])
+
+
+def _key_name(target: ast.AST) -> str | None:
+    """``x.attn_implementation`` -> its attribute; ``cfg["attn_implementation"]`` -> the key."""
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Subscript):
+        return _text(target.slice)
+    return None
+
+
+def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
+    facts = project_data(DATA)["attention"]
+    keys, flags = set(facts["keys"]), set(facts["flags"])
+    found: list[tuple[ast.AST, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in keys and _text(node.value):
+            found.append((node.value, _text(node.value)))
+        elif isinstance(node, ast.keyword) and node.arg in flags and isinstance(node.value, ast.Constant) \
+                and node.value.value is True:
+            found.append((node, "flash_attention_2"))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _text(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_key_name(t) in keys for t in targets):
+                found.append((node.value, _text(node.value)))
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if _text(key) in keys and _text(value):
+                    found.append((value, _text(value)))
+    records = [attention_record(lines, node, value) for node, value in found]
+    return [r for r in records if r is not None]
+
+
+def lightning_record(lines: list[str], node: ast.AST, value: str) -> Record:
+    facts = project_data(DATA)["lightning"]
+    return _record(lines, node, CODES["project_file"], "warning", "lightning accelerator",
+                   facts["message"].format(value=value), facts["suggestion"])
+
+
+def _imports_lightning(names: dict[str, str]) -> bool:
+    roots = set(project_data(DATA)["lightning"]["modules"])
+    return any(q.split(".", 1)[0] in roots for q in names.values())
+
+
+def _lightning(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
+    facts = project_data(DATA)["lightning"]
+    if not _imports_lightning(names):
+        return []
+    records = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == facts["keyword"] and _text(node.value) in facts["values"]:
+            records.append(lightning_record(lines, node.value, _text(node.value)))
+    return records
+
+
+def framework_records(data: bytes, tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
+    """The findings of one Python file (its bytes contain one of ``WORDS``)."""
+    records: list[Record] = []
+    if b"attn_implementation" in data or b"use_flash_attention_2" in data:
+        records += _attention(tree, lines)
+    if b"accelerator" in data:
+        records += _lightning(tree, names, lines)
+    return records

@@ -1,0 +1,110 @@
+"""Where a CUDA-only library finding (TP206) stands in its project, read after the engine's conversion
+of a Python file:
+
+* **An optional import.** An import inside ``try:`` whose handler catches ``ImportError`` (or
+  ``ModuleNotFoundError``, ``Exception``, or everything) is a note, not an error: where the library is
+  missing, as on an NPU machine, the except branch takes over (``causal_conv1d_fn = None``); so is an
+  optional import of a compiled extension the project builds (TP204). The uses of the names an
+  optional import binds (and the calls of the optional extension's operators) are warnings, not errors: whether the code tests for the missing library
+  is for a person to check; the except clause's rebinding (``causal_conv1d_fn = None``) is no use.
+* **An extension the project builds.** A library rule for a compiled extension module
+  (libraries_extensions.json) says nothing where the project builds that module itself: the
+  project's own findings (TP204, at its imports and at each operator call) name it.
+* **The project's own package.** A library rule may name a package that the project being converted
+  is (mamba_ssm's rules, converting mamba itself): uses of it in the project say nothing, since its
+  CUDA-only parts are reported where they are defined (its extension imports, its Triton kernels).
+
+Works on a CPython ``ast`` tree; changes levels and messages of records, never code.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Iterable
+
+from ..records import CODES, Record
+
+_CATCHES = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def own_packages(python_files: Iterable[str]) -> frozenset[str]:
+    """Top-level packages of the project: folders with an ``__init__.py`` at the root or under ``src/``."""
+    out = set()
+    for rel in python_files:
+        parts = rel.split("/")
+        if parts[-1] == "__init__.py":
+            if len(parts) == 2:
+                out.add(parts[0])
+            elif len(parts) == 3 and parts[0] == "src":
+                out.add(parts[1])
+    return frozenset(out)
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    kind = handler.type
+    if kind is None:
+        return True
+    names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return any((n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else "") in _CATCHES
+               for n in names)
+
+
+def _span(node: ast.AST) -> range:
+    return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+
+
+def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
+    """(lines of import statements in a ``try:`` body that an except clause for ImportError guards,
+    lines of those except clauses: ``causal_conv1d_fn = None`` there rebinds the name, it uses nothing)."""
+    imports: set[int] = set()
+    handlers: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            found = [stmt for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
+            for stmt in found:
+                imports.update(_span(stmt))
+            if found:
+                for handler in node.handlers:
+                    handlers.update(_span(handler))
+    return imports, handlers
+
+
+def adjust(data: bytes, records: list[Record], own: frozenset[str], built: frozenset[str] = frozenset()) -> list[Record]:
+    """The records with optional imports as notes; the library findings of the project's own packages
+    (``own``) and of extensions the project builds (``built``) left to the project's own findings."""
+    records = [r for r in records if not (r.code == CODES["library"] and r.api in built)]
+    library = [r for r in records if (r.code == CODES["library"] or r.operation == "extension import")
+               and not r.is_change and r.level != "note"]
+    if not library:
+        return records
+    from .pynames import parse
+
+    tree = parse(data)
+    if tree is None:
+        return records
+    optional, handlers = optional_import_lines(tree) if b"try" in data else (set(), set())
+    imports = {line for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+               for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    chosen = {id(r) for r in library}
+    out = []
+    for r in records:
+        if id(r) not in chosen:
+            out.append(r)
+            continue
+        if r.code == CODES["library"] and r.api.split(".", 1)[0] in own:
+            continue  # the project's own package: its CUDA-only parts are reported where they are defined
+        if r.line in optional:  # an import statement's line holds nothing but the import
+            r = dataclasses.replace(r, level="note", message=f"{r.message} (an optional import: its except "
+                                    "ImportError branch runs where the library is missing, as on an NPU machine)")
+        out.append(r)
+    optional_apis = {r.api for r in out if r.line in optional} - {r.api for r in out if r.line in imports - optional}
+    out = [r for r in out if not (r.line in handlers and r.api in optional_apis and r.code == CODES["library"])]
+    return [dataclasses.replace(r, level="warning", message=f"{r.message} (imported optionally above: check that "
+                                "this code runs only where the import succeeded)")
+            if r.level == "error" and r.line not in imports and _under(r.api, optional_apis)
+            and r.code in (CODES["library"], CODES["custom_op"]) else r for r in out]
+
+
+def _under(api: str, modules: set[str]) -> bool:
+    return any(api == m or api.startswith(m + ".") for m in modules)
