@@ -23,7 +23,7 @@ yaml = pytest.importorskip("yaml")
     ("setup.cfg", "config"), ("c.YAML", "config"), ("pyproject.toml", "config"), ("Dockerfile", "dockerfile"),
     ("ci/Containerfile", "dockerfile"), ("Dockerfile.gpu", "dockerfile"), ("gpu.dockerfile", "dockerfile"),
     ("Dockerfile.yaml", "config"), ("mydockerfile", "other"), ("run.zsh", "other"), ("README.md", "other"),
-    ("Makefile", "other"),
+    ("Makefile", "build"), ("CMakeLists.txt", "build"), ("rules.mk", "build"), ("Makefile.am", "other"),
 ])
 def test_file_kind(path, kind):
     assert file_kind(path) == kind

@@ -15,7 +15,7 @@ DATA = "cuda_programs.json"
 RULE = "cuda_programs.json"
 SIZE_LIMIT = 1 << 20
 _NAMES = ("makefile", "gnumakefile", "cmakelists.txt")
-_SUFFIXES = (".mk", ".cmake")
+_SUFFIXES = (".mk", ".make", ".cmake")  # as the file kind "build" (filekinds.py)
 WORDS = (b"nvcc", b"CUDA", b"cuda", b"cublas", b"cudnn", b"CUDNN", b"nccl", b"NCCL")
 
 
