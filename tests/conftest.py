@@ -23,6 +23,18 @@ FIXTURES = TESTS / "fixtures"
 REPO = TESTS.parent
 
 
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="write the golden files under tests/fixtures from what the tests produce (tests/goldens.py); "
+                          "also TRANSPLANT_UPDATE_GOLDENS=1")
+
+
+def pytest_configure(config):
+    from goldens import set_updating
+
+    set_updating(config.getoption("--update-goldens"))
+
+
 @lru_cache(maxsize=None)
 def cached_ruleset(user_rules: tuple[str, ...] = (), specify_device: bool = False, similar: bool = False,
                    pytorch_version: str = "2.8") -> RuleSet:

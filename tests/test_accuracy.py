@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO
+from goldens import check_bytes
 from transplant.accuracy import compare, dumps
 from transplant.accuracy.instrument import instrument
 from transplant.cli import main
@@ -55,8 +56,8 @@ def test_the_trees_match_the_golden_files(tmp_path):
     bench, msft = out / "project_accuracy_bench", out / "project_msft_accuracy"
     assert sorted(p.name for p in bench.iterdir()) == ["accuracy_config.json", "requirements.txt", "train.py"]
     for name in ("train.py", "accuracy_config.json", "requirements.txt"):
-        assert (bench / name).read_bytes() == (EXPECTED / "bench" / name).read_bytes(), name
-        assert (msft / name).read_bytes() == (EXPECTED / "msft" / name).read_bytes(), name
+        check_bytes(EXPECTED / "bench" / name, (bench / name).read_bytes())
+        check_bytes(EXPECTED / "msft" / name, (msft / name).read_bytes())
     assert (msft / "change_list.csv").is_file()  # the ordinary reports of a conversion
     # the input is untouched
     assert b"msprobe" not in (PROJECT / "train.py").read_bytes()

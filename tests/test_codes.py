@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from goldens import updating
 from transplant.codes import BY_CODE, DISTRIBUTED, MAIN_HEADER, DISTRIBUTED_HEADER, TABLE, readme_table
 from transplant.records import CODES, OPERATION, not_converted_record
 from transplant.reports.diagnostics import sarif_log
@@ -29,12 +30,16 @@ def markdown_tables(text: str) -> list[str]:
 @pytest.mark.parametrize("which, header", [("main", MAIN_HEADER), ("distributed", DISTRIBUTED_HEADER)])
 def test_the_documented_table_is_exactly_the_generated_one(which, header):
     first = f"| {header[0]} | {header[1]} |\n"
-    found = [(path.name, table) for path in documents() if path.is_file()
+    found = [(path, table) for path in documents() if path.is_file()
              for table in markdown_tables(path.read_text(encoding="utf-8")) if table.startswith(first)]
     assert len(found) == 1, f"the {which} table of codes should be in exactly one document: {found}"
-    assert found[0][1] == readme_table(which), (
-        f"{found[0][0]}'s {which} table of codes differs from transplant/codes.py; paste the output of "
-        f"python -c \"from transplant.codes import readme_table; print(readme_table({which!r}), end='')\"")
+    path, table = found[0]
+    if updating() and table != readme_table(which):  # the regenerate switch writes the table in
+        path.write_text(path.read_text(encoding="utf-8").replace(table, readme_table(which)), encoding="utf-8")
+        table = readme_table(which)
+    assert table == readme_table(which), (
+        f"{path.name}'s {which} table of codes differs from transplant/codes.py; regenerate it with "
+        f"pytest --update-goldens tests/test_codes.py")
 
 
 def test_every_code_has_one_row_with_what_the_outputs_need():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from goldens import check_bytes
 from transplant import distributed
 from transplant.cli import main as cli_main
 from transplant.distributed import HELPERS, LAUNCH_SCRIPT, convert_source, launch_script
@@ -63,8 +64,8 @@ def test_entry_file_and_launch_script_match_expected_bytes(case, results):
     result = results[case]
     entry = CASES[case][3]
     expected = FIXTURES / case / "expected"
-    assert (result / entry).read_bytes() == (expected / entry).read_bytes()
-    assert (result / LAUNCH_SCRIPT).read_bytes() == (expected / LAUNCH_SCRIPT).read_bytes()
+    check_bytes(expected / entry, (result / entry).read_bytes())
+    check_bytes(expected / LAUNCH_SCRIPT, (result / LAUNCH_SCRIPT).read_bytes())
     assert stat.S_IMODE((result / LAUNCH_SCRIPT).stat().st_mode) == 0o755
 
 

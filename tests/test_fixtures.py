@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, cached_ruleset
+from goldens import check_bytes
 from transplant.engine import convert
 
 RULE_FIXTURES = FIXTURES / "rules"
@@ -73,11 +74,12 @@ def test_fixture_folder_is_populated():
 @pytest.mark.parametrize("path", PAIRS, ids=[p.name[: -len(".in.py")] for p in PAIRS])
 def test_golden(path: Path):
     source = path.read_bytes()
-    expected = path.with_name(path.name.replace(".in.py", ".out.py")).read_bytes()
+    golden = path.with_name(path.name.replace(".in.py", ".out.py"))
     rules = options_of(source)
     conv = convert(source, rules)
     got = source if conv.new is None else conv.new
-    assert got.decode("utf-8") == expected.decode("utf-8")
+    check_bytes(golden, got)
+    expected = golden.read_bytes()
     # a change is reported when and only when the bytes change
     assert (conv.new is not None) == (source != expected)
     assert bool(conv.changes) == (source != expected)

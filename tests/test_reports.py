@@ -14,6 +14,7 @@ import openpyxl
 import pytest
 
 from conftest import FIXTURES
+from goldens import check_text
 from test_project import convert_project
 from transplant.filetypes import FileResult
 from transplant.records import Record
@@ -40,7 +41,7 @@ def as_tsv(rows: list[tuple]) -> str:
 
 
 def test_triton_report_matches_golden(triton_result: Path):
-    assert as_tsv(sheet(triton_result, "Unsupported")) == GOLDEN.read_text(encoding="utf-8")
+    check_text(GOLDEN, as_tsv(sheet(triton_result, "Unsupported")))
 
 
 def test_triton_rows_are_one_per_kernel_never_per_tl_call(triton_result: Path):
@@ -175,9 +176,9 @@ def test_library_where_counts_per_file_and_routes_come_from_what_must_be_done():
     a = FileResult("a.py", "python", records=[rec(3, suggestion="fix it"), rec(9, suggestion="fix it"),
                                                rec(1, "note", suggestion="just know")])
     b = FileResult("b.py", "python", records=[rec(5, suggestion="fix it")])
-    assert library_rows([a, b]) == [["cupy", 4, "a.py (3), b.py:5", "fix it"]]
+    assert library_rows([a, b]) == [("cupy", 4, "a.py (3), b.py:5", "fix it")]
     only_notes = FileResult("c.py", "python", records=[rec(1, "note", suggestion="just know")])
-    assert library_rows([only_notes]) == [["cupy", 1, "c.py:1", "just know"]]
+    assert library_rows([only_notes]) == [("cupy", 1, "c.py:1", "just know")]
 
 
 # ---- builds through a project's own helper; imports of the project's compiled CUDA extensions
@@ -230,3 +231,26 @@ def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(t
     rows = [(r[1], r[5], r[4], r[8], r[9]) for r in sheet(result, "Unsupported") if r[0] == "pkg/__init__.py"]
     assert rows == [(1, "error", "pkg._C", 2, "1, 3")]  # the same finding twice: one row, counted
     assert ("pkg/csrc/ops.cu", "pkg._C.fused", 1, None) in sheet(result, "Custom operators")  # an import is no call
+
+
+def test_every_table_is_its_list_of_columns(triton_result: Path):
+    """Header, widths and cells of each sheet come from one list of (name, width, value)."""
+    from transplant.reports.columns import table_rows
+    from transplant.reports.repository import (API_COUNT_COLUMNS, CHANGE_COLUMNS, SUMMARY_COLUMNS,
+                                               UNSUPPORTED_COLUMNS)
+    from transplant.reports.sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS
+    from transplant.reports.xlsx import column_letter
+
+    wb = openpyxl.load_workbook(triton_result / "unsupported_op.xlsx")
+    tables = {"Unsupported": UNSUPPORTED_COLUMNS, "API counts": API_COUNT_COLUMNS, "Custom operators": OPERATOR_COLUMNS,
+              "Libraries": LIBRARY_COLUMNS, "Summary": SUMMARY_COLUMNS}
+    assert wb.sheetnames == list(tables)
+    for title, columns in tables.items():
+        ws = wb[title]
+        assert [c.value for c in ws[1]] == [c.name for c in columns], title
+        assert [ws.column_dimensions[column_letter(i)].width for i in range(1, len(columns) + 1)] == [
+            c.width for c in columns], title
+    header = (triton_result / "change_list.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header == ",".join(c.name for c in CHANGE_COLUMNS)
+    row = table_rows(UNSUPPORTED_COLUMNS, [findings.Row("a.py", rec(3, api="=cmd"), 4, [3, 7])])[0]
+    assert row == ["a.py", 3, 4, 1, "'=cmd", "warning", "m", "s", 2, "3, 7"]  # a formula is neutralised

@@ -174,6 +174,10 @@ def _main(argv: list[str]) -> int:
         from .lsp import main as lsp_main
 
         return lsp_main(argv[1:])
+    if argv[:1] == ["test-rules"]:  # the examples rule entries carry (ruleexamples.py)
+        from .ruleexamples import main as test_rules
+
+        return test_rules(argv[1:])
     head, tail, mode = split_argv(argv)
     args = build_parser().parse_args(head)
     dist = build_distributed_parser().parse_args(tail) if mode == "distributed" else None

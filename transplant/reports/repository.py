@@ -6,24 +6,72 @@ operators and libraries are built by transplant.reports.sheets from the same rec
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from ..filetypes import FileResult
-from ..records import needs_hand_rewrite
-from .xlsx import BOLD, BOLD_PERCENT, PERCENT, Sheet, write_workbook
+from ..records import Record, needs_hand_rewrite
+from .columns import Column, csv_text, position, sheet
+from .xlsx import BOLD, BOLD_PERCENT, PERCENT, write_workbook
 
 CHANGE_LIST = "change_list.csv"
 UNSUPPORTED = "unsupported_op.xlsx"
 LOG = "msFmkTranspltlog.txt"
-CSV_HEADER = ["File", "Start Line", "End Line", "Operation Type", "Message", "Rule", "Code"]
-# one row per finding of a file, identical ones counted (findings.py); Line is the first of "Lines"
-UNSUPPORTED_HEADER = ["File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion", "Count",
-                      "Lines"]
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class ApiCount(NamedTuple):
+    api: str
+    level: str
+    occurrences: int
+    files: int
+
+
+class FileSummary(NamedTuple):
+    file: str
+    converted: int
+    unsupported: int
+    rate: float
+    error: str
+
+
+# change_list.csv: one line per change, an item is (the file's result, the change)
+CHANGE_COLUMNS = (
+    Column("File", 0, lambda item: item[0].path),
+    Column("Start Line", 0, lambda item: item[1].line),
+    Column("End Line", 0, lambda item: item[1].end_line),
+    Column("Operation Type", 0, lambda item: item[1].operation),
+    Column("Message", 0, lambda item: item[1].shown_message),
+    Column("Rule", 0, lambda item: item[1].rule),
+    Column("Code", 0, lambda item: item[1].code),
+)
+# the Unsupported sheet: one row per finding of a file, identical ones counted (findings.Row);
+# Line is the first of "Lines"
+UNSUPPORTED_COLUMNS = (
+    Column("File", 40, lambda row: row.path),
+    Column("Line", 8, lambda row: row.first.line),
+    Column("Converted line", 14, lambda row: row.converted_line),
+    Column("Column", 8, lambda row: row.first.col),
+    Column("API", 45, lambda row: row.first.api),
+    Column("Level", 10, lambda row: row.first.level),
+    Column("Message", 70, lambda row: row.message),
+    Column("Suggestion", 40, lambda row: row.first.suggestion),
+    Column("Count", 8, lambda row: row.count),
+    Column("Lines", 30, lambda row: row.shown_lines() if row.count > 1 else ""),
+)
+API_COUNT_COLUMNS = (
+    Column("API", 50, lambda row: row.api),
+    Column("Level", 10, lambda row: row.level),
+    Column("Occurrences", 12, lambda row: row.occurrences),
+    Column("Files", 8, lambda row: row.files),
+)
+SUMMARY_COLUMNS = (
+    Column("File", 50, lambda row: row.file),
+    Column("Converted references", 20, lambda row: row.converted),
+    Column("Unsupported references", 22, lambda row: row.unsupported),
+    Column("Conversion rate", 16, lambda row: row.rate),
+    Column("Error", 50, lambda row: row.error),
+)
 
 
 def report_name(name: str, taken: set[str]) -> str:
@@ -69,57 +117,33 @@ def log_entries(results: Sequence[FileResult], notes: Sequence[str], warnings: S
             yield _LOG_LEVEL[r.level], f"{res.path}:{r.line}:{r.col}: {r.code} {r.shown_message}"
 
 
-def guard_cell(value: object) -> object:
-    """Neutralise text a spreadsheet would run as a formula (CSV/formula injection)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
-def change_rows(results: Iterable[FileResult]) -> list[list[object]]:
-    rows = []
-    for res in results:
-        for r in res.changes:
-            rows.append([res.path, r.line, r.end_line, r.operation, r.shown_message, r.rule, r.code])
-    return rows
+def changes(results: Iterable[FileResult]) -> list[tuple[FileResult, Record]]:
+    return [(res, r) for res in results for r in res.changes]
 
 
 def write_change_list(path: Path, results: Sequence[FileResult]) -> int:
-    rows = change_rows(results)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for row in rows:
-        writer.writerow([guard_cell(c) for c in row])
-    path.write_bytes(buf.getvalue().encode("utf-8"))  # into the staging folder, renamed whole at the end
-    return len(rows)
+    text, count = csv_text(CHANGE_COLUMNS, changes(results))
+    path.write_bytes(text.encode("utf-8"))  # into the staging folder, renamed whole at the end
+    return count
 
 
 def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
-    def sheet(title: str, header: list[str], rows: list[list[object]], widths: list[int]) -> Sheet:
-        return Sheet(title, header, widths, [[guard_cell(c) for c in row] for row in rows])
-
     from .findings import reported, rows
+    from .sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS, library_rows, operator_rows
 
     grouped = rows(results)
-    occurrences = [[row.path, row.first.line, row.converted_line, row.first.col, row.first.api, row.first.level,
-                    row.message, row.first.suggestion, row.count, row.shown_lines() if row.count > 1 else ""]
-                   for row in grouped]
     per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
     for res, r in reported(results):
         per_api[(r.api, r.level)].append(res.path)
 
-    unsupported = sheet("Unsupported", UNSUPPORTED_HEADER, occurrences, [40, 8, 14, 8, 45, 10, 70, 40, 8, 30])
+    unsupported = sheet("Unsupported", UNSUPPORTED_COLUMNS, grouped)
+    counts = sorted((ApiCount(api, level, len(files), len(set(files))) for (api, level), files in per_api.items()),
+                    key=lambda r: (-r.occurrences, r.api))
+    api_counts = sheet("API counts", API_COUNT_COLUMNS, counts)
+    operators = sheet("Custom operators", OPERATOR_COLUMNS, operator_rows(results))
+    libraries = sheet("Libraries", LIBRARY_COLUMNS, library_rows(results))
 
-    counts = sorted(([api, level, len(files), len(set(files))] for (api, level), files in per_api.items()),
-                    key=lambda r: (-r[2], r[0]))
-    api_counts = sheet("API counts", ["API", "Level", "Occurrences", "Files"], counts, [50, 10, 12, 8])
-    from .sheets import LIBRARY_HEADER, OPERATOR_HEADER, library_rows, operator_rows
-
-    operators = sheet("Custom operators", OPERATOR_HEADER, operator_rows(results), [40, 40, 16, 70])
-    libraries = sheet("Libraries", LIBRARY_HEADER, library_rows(results), [30, 8, 60, 70])
-
-    summary = []
+    summary: list[FileSummary] = []
     total_conv = total_uns = 0
     for res in results:
         if res.kind == "other":
@@ -130,16 +154,16 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
             continue
         total_conv += conv
         total_uns += uns
-        summary.append([res.path, conv, uns, _rate(conv, uns), res.error or ""])
-    summary.append(["TOTAL", total_conv, total_uns, _rate(total_conv, total_uns), ""])
-    totals = sheet("Summary", ["File", "Converted references", "Unsupported references", "Conversion rate", "Error"],
-                   summary, [50, 20, 22, 16, 50])
+        summary.append(FileSummary(res.path, conv, uns, _rate(conv, uns), res.error or ""))
+    summary.append(FileSummary("TOTAL", total_conv, total_uns, _rate(total_conv, total_uns), ""))
+    totals = sheet("Summary", SUMMARY_COLUMNS, summary)
     last = len(summary) + 1  # the TOTAL row, in bold; the rates as percentages
-    totals.styles = {(row, 4): PERCENT for row in range(2, last)}
-    totals.styles.update({(last, column): BOLD for column in range(1, 6)})
-    totals.styles[(last, 4)] = BOLD_PERCENT
+    rate = position(SUMMARY_COLUMNS, "Conversion rate")
+    totals.styles = {(row, rate): PERCENT for row in range(2, last)}
+    totals.styles.update({(last, column): BOLD for column in range(1, len(SUMMARY_COLUMNS) + 1)})
+    totals.styles[(last, rate)] = BOLD_PERCENT
     write_workbook(path, [unsupported, api_counts, operators, libraries, totals])
-    return len(occurrences)
+    return len(grouped)
 
 
 def _rate(converted: int, unsupported: int) -> float:

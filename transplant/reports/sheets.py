@@ -11,13 +11,39 @@ cell and the line in it).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from ..filetypes import FileResult
 from ..records import CODES, Record
+from .columns import Column
 
-OPERATOR_HEADER = ["File", "Operator", "Registration line", "Calls found"]
-LIBRARY_HEADER = ["Library", "Uses", "Where", "NPU route"]
+
+class OperatorRow(NamedTuple):
+    file: str  # the C/C++/CUDA file that registers it ("" when its source is not in the input)
+    operator: str
+    line: object  # the registration line ("" for a file that registers nothing, or calls alone)
+    calls: str
+
+
+class LibraryRow(NamedTuple):
+    library: str
+    uses: int
+    where: str
+    route: str
+
+
+OPERATOR_COLUMNS = (
+    Column("File", 40, lambda row: row.file),
+    Column("Operator", 40, lambda row: row.operator),
+    Column("Registration line", 16, lambda row: row.line),
+    Column("Calls found", 70, lambda row: row.calls),
+)
+LIBRARY_COLUMNS = (
+    Column("Library", 30, lambda row: row.library),
+    Column("Uses", 8, lambda row: row.uses),
+    Column("Where", 60, lambda row: row.where),
+    Column("NPU route", 70, lambda row: row.route),
+)
 
 
 def _place(res: FileResult, r: Record) -> str:
@@ -27,7 +53,7 @@ def _place(res: FileResult, r: Record) -> str:
     return f"{res.path}:{r.line}" + (f" (converted: {moved})" if moved != r.line else "")
 
 
-def operator_rows(results: Iterable[FileResult]) -> list[list[object]]:
+def operator_rows(results: Iterable[FileResult]) -> list[OperatorRow]:
     results = list(results)
     calls: dict[str, list[str]] = defaultdict(list)
     for res in results:
@@ -35,7 +61,7 @@ def operator_rows(results: Iterable[FileResult]) -> list[list[object]]:
             for r in res.findings:
                 if r.code == CODES["custom_op"] and r.operation != "extension import":  # imports: not calls
                     calls[r.api].append(_place(res, r))
-    rows: list[list[object]] = []
+    rows: list[OperatorRow] = []
     registered: set[str] = set()
     for res in results:
         if res.kind != "cpp":
@@ -43,14 +69,14 @@ def operator_rows(results: Iterable[FileResult]) -> list[list[object]]:
         for r in res.findings:
             if r.code == CODES["custom_op"]:
                 registered.add(r.api)
-                rows.append([res.path, r.api or "(CUDA kernels, no operator registered)",
-                             r.line if r.api else "", ", ".join(calls.get(r.api, [])) if r.api else ""])
+                rows.append(OperatorRow(res.path, r.api or "(CUDA kernels, no operator registered)",
+                                        r.line if r.api else "", ", ".join(calls.get(r.api, [])) if r.api else ""))
     for api in sorted(set(calls) - registered):  # calls to operators whose source is not in the input
-        rows.append(["", api, "", ", ".join(calls[api])])
+        rows.append(OperatorRow("", api, "", ", ".join(calls[api])))
     return rows
 
 
-def library_rows(results: Iterable[FileResult]) -> list[list[object]]:
+def library_rows(results: Iterable[FileResult]) -> list[LibraryRow]:
     """One row per library: its uses in all, where (a file with one use: the place; with more: the
     file and its count) and its routes."""
     uses: dict[str, dict[str, list[str]]] = defaultdict(dict)
@@ -61,8 +87,9 @@ def library_rows(results: Iterable[FileResult]) -> list[list[object]]:
                 uses[r.api].setdefault(res.path, []).append(_place(res, r))
                 if r.suggestion and r.suggestion not in routes[r.api][r.level]:
                     routes[r.api][r.level].append(r.suggestion)
-    return [[lib, sum(map(len, uses[lib].values())), ", ".join(_where(path, places) for path, places in uses[lib].items()),
-             "; ".join(_routes(routes[lib]))] for lib in sorted(uses)]
+    return [LibraryRow(lib, sum(map(len, uses[lib].values())),
+                       ", ".join(_where(path, places) for path, places in uses[lib].items()),
+                       "; ".join(_routes(routes[lib]))) for lib in sorted(uses)]
 
 
 def _routes(by_level: dict[str, list[str]]) -> list[str]:
