@@ -167,8 +167,12 @@ def test_optional_import_lines():
 
     tree = ast.parse("try:\n    import a\nexcept ImportError:\n    a = None\n"
                      "try:\n    import b\nexcept KeyError:\n    pass\n"
-                     "try:\n    x = 1\nexcept ImportError:\n    pass\n")
-    assert optional_import_lines(tree) == ({2}, {3, 4})
+                     "try:\n    x = 1\nexcept ImportError:\n    pass\n"
+                     "try:\n    import c\nexcept ImportError as e:\n    print(e)\n    sys.exit(-1)\n"
+                     "try:\n    import d\nexcept ImportError:\n    logging.error('install d')\n"
+                     "try:\n    import e\nexcept ImportError:\n    HAS_E = False\n")
+    # a clause that exits, raises or only logs makes the import required
+    assert optional_import_lines(tree) == ({2, 23}, {3, 4, 24, 25})
 
 
 def test_words_that_describe_a_project_are_not_settings():
