@@ -167,8 +167,12 @@ def test_optional_import_lines():
 
     tree = ast.parse("try:\n    import a\nexcept ImportError:\n    a = None\n"
                      "try:\n    import b\nexcept KeyError:\n    pass\n"
-                     "try:\n    x = 1\nexcept ImportError:\n    pass\n")
-    assert optional_import_lines(tree) == ({2}, {3, 4})
+                     "try:\n    x = 1\nexcept ImportError:\n    pass\n"
+                     "try:\n    import c\nexcept ImportError as e:\n    print(e)\n    sys.exit(-1)\n"
+                     "try:\n    import d\nexcept ImportError:\n    logging.error('install d')\n"
+                     "try:\n    import e\nexcept ImportError:\n    HAS_E = False\n")
+    # a clause that exits, raises or only logs makes the import required
+    assert optional_import_lines(tree) == ({2, 23}, {3, 4, 24, 25})
 
 
 def test_words_that_describe_a_project_are_not_settings():
@@ -177,3 +181,21 @@ def test_words_that_describe_a_project_are_not_settings():
     data = b'[project]\nkeywords = ["cuda", "pytorch"]\nclassifiers = ["Environment :: GPU :: NVIDIA CUDA"]\n' \
            b'[tool.run]\nname = "cuda"\n'
     assert [r.line for r in convert_config("pyproject.toml", data).records] == [5]
+
+
+def test_a_helper_build_with_function_local_sources_names_its_operators(tmp_path):
+    root = tmp_path / "p"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "act.py").write_text(
+        "import os\nfrom . import custom_ops\nSOURCES = ['unrelated.cpp']\n\n\ndef _init():\n"
+        "    sources = ['act.cpp', 'act.cu']\n"
+        "    sources = [os.path.join(os.path.dirname(__file__), s) for s in sources]\n"
+        "    return custom_ops.get_plugin('act_plugin', sources=sources, extra_cuda_cflags=['--use_fast_math'])\n")
+    (root / "ops" / "act.cpp").write_text('#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n'
+                                          '  m.def("act", &act);\n}\n')
+    (root / "ops" / "act.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    registered = [r for r in rows if r[0] == "ops/act.cpp"]
+    assert [(r[4], r[5]) for r in registered] == [("act_plugin.act", "warning")]  # not TORCH_EXTENSION_NAME.act
+    build, = [r for r in rows if r[0] == "ops/act.py"]
+    assert "(act.cpp, act.cu)" in build[6]

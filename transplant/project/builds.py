@@ -65,7 +65,14 @@ def _strings(node: ast.expr | None, lists: dict[str, ast.expr], depth: int = 0) 
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _strings(node.left, lists, depth + 1) + _strings(node.right, lists, depth + 1)
     if isinstance(node, ast.Name) and node.id in lists:
-        return _strings(lists[node.id], lists, depth + 1)
+        value = lists[node.id]
+        if isinstance(value, ast.ListComp):  # sources = [join(d, s) for s in sources]: the earlier list
+            inner = value.generators[0].iter
+            if isinstance(inner, ast.Name) and inner.id == node.id:
+                return _strings(lists.get(f"{node.id}\0before"), lists, depth + 1)
+        return _strings(value, lists, depth + 1)
+    if isinstance(node, ast.ListComp) and len(node.generators) == 1:  # [join(d, s) for s in names]: the names
+        return _strings(node.generators[0].iter, lists, depth + 1)
     if isinstance(node, ast.Call):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -86,11 +93,26 @@ def _is_list(node: ast.expr, lists: dict[str, ast.expr]) -> bool:
 
 
 def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
+    """Name -> the value last assigned to it, at module level and then in functions (a build helper's
+    ``sources = [...]``); a name rebound from a comprehension over itself keeps its earlier value as
+    ``name + "\\0before"``."""
     out: dict[str, ast.expr] = {}
-    for stmt in tree.body:
+    module_level = {id(stmt) for stmt in tree.body}
+    ordered = [stmt for stmt in tree.body] + [n for n in ast.walk(tree) if id(n) not in module_level]
+    for stmt in ordered:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            out[stmt.targets[0].id] = stmt.value
+            name = stmt.targets[0].id
+            if name in out and id(stmt) not in module_level and name in _module_names(tree):
+                continue  # a module-level list is not overridden by a function's local of the same name
+            if name in out:
+                out[f"{name}\0before"] = out[name]
+            out[name] = stmt.value
     return out
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    return {stmt.targets[0].id for stmt in tree.body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)}
 
 
 def _truthy(node: ast.expr | None) -> bool:

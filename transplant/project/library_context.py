@@ -2,7 +2,8 @@
 of a Python file:
 
 * **An optional import.** An import inside ``try:`` whose handler catches ``ImportError`` (or
-  ``ModuleNotFoundError``, ``Exception``, or everything) is a note, not an error: where the library is
+  ``ModuleNotFoundError``, ``Exception``, or everything) and falls back (it binds something, such as
+  ``X = None`` or a flag, and neither raises nor exits; logging alone is no fallback) is a note, not an error: where the library is
   missing, as on an NPU machine, the except branch takes over (``causal_conv1d_fn = None``); so is an
   optional import of a compiled extension the project builds (TP204). The uses of the names an
   optional import binds (and the calls of the optional extension's operators) are warnings, not errors: whether the code tests for the missing library
@@ -50,6 +51,27 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
                for n in names)
 
 
+_ENDS = {"exit", "_exit", "quit", "abort"}
+
+
+def _falls_back(handler: ast.ExceptHandler) -> bool:
+    """Does the except clause let the program go on without the library: it binds something (the
+    names, ``X = None``, a flag, another import) and neither raises nor exits? A clause that only
+    logs, or stops the program (``sys.exit(-1)``), makes the import required."""
+    binds = False
+    for node in ast.walk(handler):
+        if isinstance(node, ast.Raise):
+            return False
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _ENDS:
+                return False
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Global)):
+            binds = True
+    return binds
+
+
 def _span(node: ast.AST) -> range:
     return range(node.lineno, (node.end_lineno or node.lineno) + 1)
 
@@ -60,7 +82,7 @@ def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
     imports: set[int] = set()
     handlers: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) and _falls_back(h) for h in node.handlers):
             found = [stmt for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
             for stmt in found:
                 imports.update(_span(stmt))
