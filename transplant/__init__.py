@@ -17,11 +17,13 @@ A file goes in at the top and its reports come out at the bottom; each line is a
     session.py                       what a conversion works with: rules, project facts, switches
     filetypes.py                     one file by its kind: Python, notebook, shell, C++, config, ...
     rules.py (+ rules/*.json)        the one rule language: load, validate, index; the pre-filter
+    ruleexamples.py                  transplant test-rules: the examples rule entries carry, checked
     skeleton.py, nesting.py          fold what no rule can match; guard libcst's parser
     engine/                          a Python source: one parse, one traversal applying every rule
     formats/                         one module per kind: python (the engine's), notebooks, shell,
                                      requirements, configs, Dockerfiles, C++ sources
     shellcommands.py                 commands in shell text (formats/shell.py, engine/commands.py)
+    codes.py                         the one table of diagnostic codes (records, SARIF, README derive)
     records.py                       what a conversion reports: Record, codes, skip comments
     reports/                         the views of the records: CSV, workbook, log, text/JSON/SARIF
     distributed/                     distributed mode: one entry file -> multi-NPU training, launch script

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -146,10 +146,10 @@ class Outcome:
     files: int = 0
     rules: int = 0
     passed: int = 0
-    failures: list[str] | None = None
+    failures: list[str] = field(default_factory=list)  # one line each
 
     def summary(self) -> str:
-        failed = len(self.failures or [])
+        failed = len(self.failures)
         total = self.passed + failed
         if not total:
             return f"transplant test-rules: no examples in {self.files} rule file{'s' if self.files != 1 else ''}"
@@ -160,7 +160,7 @@ class Outcome:
 
 def run(paths: Sequence[Path]) -> Outcome:
     """Check every example of the files (raises RuleError for a file that cannot be used)."""
-    outcome = Outcome(failures=[])
+    outcome = Outcome()
     rules: set[tuple[str, str, int]] = set()
     for path in paths:
         outcome.files += 1
@@ -193,7 +193,7 @@ def main(argv: Sequence[str]) -> int:
     except RuleError as exc:
         print(f"transplant test-rules: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for failure in outcome.failures or []:
+    for failure in outcome.failures:
         print(failure)
     print(outcome.summary())
     return EXIT_FAILED if outcome.failures else EXIT_OK
