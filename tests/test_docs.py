@@ -157,7 +157,10 @@ def parse(argv: list[str]) -> None:
 
 @functools.lru_cache(maxsize=None)
 def script_help(script: str) -> str:
-    proc = subprocess.run([sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    # as after `pip install -e .` (docs/development.md): the checkout's transplant importable
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=env)
     assert proc.returncode == 0, (script, proc.stderr)
     return proc.stdout
 

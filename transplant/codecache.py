@@ -106,11 +106,11 @@ def compiled_dataclasses() -> Iterator[None]:
         used.add(source)
         return _builtin_exec(code, globals_, locals_)
 
-    dataclasses.exec = cached_exec  # a module global shadows the builtin dataclasses calls
+    dataclasses.exec = cached_exec  # type: ignore[attr-defined]  # a module global shadows the builtin dataclasses calls
     try:
         yield
     finally:
-        del dataclasses.exec
+        del dataclasses.exec  # type: ignore[attr-defined]
     if len(table) > known:
         # texts of other runs (the language server's, a file mode's) stay; when most are no longer
         # made by anything (after upgrades of libcst), only this run's are kept

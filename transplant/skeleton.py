@@ -31,7 +31,7 @@ import codecs
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, cast
 
 from .rules import RuleSet, escapes_words, foreign_encoding
 
@@ -79,7 +79,7 @@ def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
     if cr and (cr != source.count(b"\r\n") or cr != source.count(b"\n")):
         return None  # lone "\r" or mixed line ends: keep the engine's newline handling exact
     try:
-        tree = compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = cast(ast.Module, compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
     except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
         return None
     lines = source.splitlines(keepends=True)

@@ -17,6 +17,7 @@ is left alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Union, cast
 
 import libcst as cst
 
@@ -28,6 +29,8 @@ from ..engine import is_docstring_stmt, node_positions, parse
 from . import templates
 
 LOOPS = (cst.For, cst.While)
+Loop = Union[cst.For, cst.While]
+Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 CALL_DEPTH = 3  # how deep into the functions a loop calls the backward pass is looked for
@@ -52,7 +55,7 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
         return Instrumented(source, already=True)
     debugger = p.unique(templates.DEBUGGER)
     comments, code = templates.header(debugger, config_file, not a.imports_plain("os"))
-    head = list(cst.parse_module(code).body)
+    head: list[Statement] = list(cst.parse_module(code).body)
     head[0] = head[0].with_changes(leading_lines=[cst.EmptyLine(), *_comment_lines(comments)])
     result = Instrumented(source)
     loops = training_loops(a)
@@ -61,12 +64,12 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
         model = model_expression(a, loop)
         line = lines[id(loop)][0]
         if model is None:
-            _comment(p, loop.body.body[0], templates.manual(debugger, "MODEL", "no model variable is visible here"))
+            _comment(p, cast(cst.IndentedBlock, loop.body).body[0], templates.manual(debugger, "MODEL", "no model variable is visible here"))
             result.warnings.append(f"line {line}: no model variable is visible in the training loop; the calls "
                                    "to place are written there as comments (name the model with -t)")
             continue
         p.plan.prepend.setdefault(id(loop.body), []).append(cst.parse_statement(templates.start(debugger, model)))
-        p.plan.after.setdefault(id(loop.body.body[-1]), []).extend(
+        p.plan.after.setdefault(id(cast(cst.IndentedBlock, loop.body).body[-1]), []).extend(
             cst.parse_statement(s) for s in templates.stop(debugger))
         result.loops.append(line)
         for node in _exits(a, [loop]):
@@ -88,7 +91,7 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
     return result
 
 
-def _insert_header(p: EditPlanner, head: list[cst.BaseStatement]) -> None:
+def _insert_header(p: EditPlanner, head: list[Statement]) -> None:
     """The set-up goes after the leading docstring and imports, before any other code runs."""
     body = list(p.module.body)
     end = 0
@@ -115,15 +118,15 @@ def _comment(p: EditPlanner, stmt: cst.BaseStatement, lines: list[str]) -> None:
     comments = _comment_lines(lines)
 
     def add(updated: cst.CSTNode) -> cst.CSTNode:
-        updated = previous(updated) if previous is not None else updated
-        return updated.with_changes(leading_lines=[*updated.leading_lines, *comments])
+        statement = cast(Statement, previous(updated) if previous is not None else updated)
+        return statement.with_changes(leading_lines=[*statement.leading_lines, *comments])
 
     p.plan.replace[id(stmt)] = add
 
 
-def training_loops(a: Analysis) -> list[cst.CSTNode]:
+def training_loops(a: Analysis) -> list[Loop]:
     """The innermost loops that run a backward pass (in their body, or in functions they call)."""
-    found: list[cst.CSTNode] = []
+    found: list[Loop] = []
     for call in _backward_calls(a):
         loop = _loop_reaching(a, call, CALL_DEPTH)
         if loop is not None and all(loop is not f for f in found):
@@ -137,7 +140,7 @@ def _backward_calls(a: Analysis) -> list[cst.Call]:
         (isinstance(n.func, cst.Attribute) and n.func.attr.value == "backward") or a.qual(n.func) in BACKWARD_FUNCTIONS)]
 
 
-def _loop_reaching(a: Analysis, node: cst.CSTNode, depth: int) -> cst.CSTNode | None:
+def _loop_reaching(a: Analysis, node: cst.CSTNode, depth: int) -> Loop | None:
     """The innermost loop around ``node`` in its function; else, the loop around a call of that function."""
     for anc in a.ancestors(node):
         if isinstance(anc, LOOPS) and a.within(node, anc.body):
@@ -154,9 +157,9 @@ def _loop_reaching(a: Analysis, node: cst.CSTNode, depth: int) -> cst.CSTNode | 
     return None
 
 
-def _exits(a: Analysis, loops: list[cst.CSTNode]) -> list[cst.CSTNode]:
+def _exits(a: Analysis, loops: list[Loop]) -> list[cst.CSTNode]:
     """``continue``/``break``/``return`` statements that leave a loop's step before its end."""
-    found = []
+    found: list[cst.CSTNode] = []
     for loop in loops:
         for node in a.subtree(loop.body):
             if isinstance(node, cst.Return) and a.under(node, loop):
@@ -167,7 +170,7 @@ def _exits(a: Analysis, loops: list[cst.CSTNode]) -> list[cst.CSTNode]:
     return found
 
 
-def model_expression(a: Analysis, loop: cst.CSTNode) -> str | None:
+def model_expression(a: Analysis, loop: Loop) -> str | None:
     """The code of the model variable as the loop sees it: the ``-t`` target, else a variable that
     looks like a model (assigned from a model class, or used like a module) in the loop's scope."""
     fn = a.function_of(loop)

@@ -9,6 +9,7 @@ Plain text, no planning. The names of msprobe's API (``PrecisionDebugger``, ``se
 from __future__ import annotations
 
 import json
+from typing import Any
 
 CONFIG_FILE = "accuracy_config.json"
 DUMP_DIR = "accuracy_dump"
@@ -25,7 +26,7 @@ DEFAULT_STEPS = (0, 1)
 def config_text(steps: tuple[int, ...] | None, level: str, data: str) -> str:
     """msprobe's config file: which steps (None: all), level and data; every rank; all APIs and modules."""
     task = DATA[data]
-    config = {
+    config: dict[str, Any] = {
         "task": task,
         "level": LEVELS[level],
         "step": list(steps) if steps is not None else [],

@@ -21,7 +21,7 @@ def main() -> int:
         jobs = json.load(f)
     from msprobe.msprobe import main as msprobe
 
-    results = []
+    results: list[str | None] = []
     for job in jobs:
         sys.argv = ["msprobe", "compare", "-tp", job["target"], "-gp", job["golden"], "-o", job["out"]]
         try:

@@ -72,10 +72,11 @@ class Analysis:
     def _index(self, module: cst.Module) -> None:
         stack: list[cst.CSTNode] = []
         nodes, parent, span = self.nodes, self.parent, self.span
+        starts: dict[int, int] = {}
 
         class Indexer(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
-                span[id(node)] = len(nodes)
+                starts[id(node)] = len(nodes)
                 nodes.append(node)
                 if stack:
                     parent[id(node)] = stack[-1]
@@ -84,7 +85,7 @@ class Analysis:
 
             def on_leave(self, original_node: cst.CSTNode) -> None:
                 stack.pop()
-                span[id(original_node)] = (span[id(original_node)], len(nodes))
+                span[id(original_node)] = (starts.pop(id(original_node)), len(nodes))
 
         module.visit(Indexer())
 

@@ -10,7 +10,7 @@ engine :class:`~transplant.records.Record` objects with result-file positions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Union, cast
 
 import libcst as cst
 
@@ -21,6 +21,10 @@ RULE = "distributed"
 # pass kind -> key of the code in records.CODES (TP301-TP306)
 KINDS = {"setup": "dist_setup", "sampler": "dist_sampler", "epoch": "dist_epoch", "ddp": "dist_ddp",
          "rank0": "dist_rank0", "device": "dist_device"}
+
+
+# the statements that carry their own leading lines (BaseStatement itself declares none)
+Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
 @dataclass
@@ -37,8 +41,8 @@ class Plan:
     """Edits keyed by the id of nodes of the original tree, applied by PlanApplier in one pass."""
 
     replace: dict[int, Callable[[cst.CSTNode], cst.CSTNode]] = field(default_factory=dict)
-    before: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
-    after: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
+    before: dict[int, list[Statement]] = field(default_factory=dict)
+    after: dict[int, list[Statement]] = field(default_factory=dict)
     prepend: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)
     # (code, message, key of the first anchor, key of the last anchor)
     records: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -77,7 +81,7 @@ def parse_stmt(code: str) -> cst.BaseStatement:
     return cst.parse_statement(code)
 
 
-def guard(stmt: cst.BaseStatement, condition: str) -> cst.If:
+def guard(stmt: Statement, condition: str) -> cst.If:
     """``stmt`` inside ``if condition:``; the comment lines above it stay above the ``if``."""
     shell = cst.parse_statement(f"if {condition}:\n    pass\n")
     assert isinstance(shell, cst.If)
@@ -114,9 +118,9 @@ class PlanApplier(cst.CSTTransformer):
         updated = super().on_leave(original_node, updated_node)
         fn = self.plan.replace.get(id(original_node))
         if fn is not None:
-            updated = fn(updated)
+            updated = fn(cast(cst.CSTNode, updated))
         if isinstance(original_node, (cst.IndentedBlock, cst.Module)):
-            updated = self._block(original_node, updated)
+            updated = self._block(original_node, cast(Union[cst.IndentedBlock, cst.Module], updated))
         return updated
 
     def _block(self, original: cst.IndentedBlock | cst.Module, updated: cst.IndentedBlock | cst.Module):
@@ -124,7 +128,7 @@ class PlanApplier(cst.CSTTransformer):
         body: list[cst.BaseStatement] = []
         carried: tuple[tuple[cst.EmptyLine, ...], str] | None = None  # a removed statement's lines, anchor key
 
-        def emit(stmt: cst.BaseStatement) -> None:
+        def emit(stmt: Statement) -> None:
             nonlocal carried
             if carried is not None:  # the comments above a removed statement stay, over what follows it
                 lines, key = carried
@@ -133,7 +137,7 @@ class PlanApplier(cst.CSTTransformer):
                 carried = None
             body.append(stmt)
 
-        for orig, new in zip(original.body, updated.body):
+        for orig, new in zip(original.body, cast("list[Statement]", updated.body)):
             inserted = plan.before.get(id(orig))
             if inserted:
                 inserted = list(inserted)

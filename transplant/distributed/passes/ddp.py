@@ -5,6 +5,8 @@ see the wrapped model load into the model inside. A model the script wraps itsel
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from ..analysis import MOVES
@@ -39,10 +41,12 @@ def run(p) -> None:
     if ret is not None and not a.is_target(ret.value):
         # `return model.to(device)`: assign, wrap, then return the wrapped model
         # the edits planned inside the returned expression are made on the copy that moves
-        value = ret.value.visit(PlanApplier(p.plan))
-        for node in [ret.value, *a.subtree(ret.value)]:
+        returned = cast(cst.BaseExpression, ret.value)  # _return_of gives only a return with a value
+        value = cast(cst.BaseExpression, returned.visit(PlanApplier(p.plan)))
+        for node in [returned, *a.subtree(returned)]:
             p.plan.replace.pop(id(node), None)
-        assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.parse_expression(t))], value)])
+        target = cast(cst.BaseAssignTargetExpression, cst.parse_expression(t))
+        assign = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(target)], value)])
         p.plan.before.setdefault(id(stmt), []).extend([assign, wrap])
         p.plan.replace[id(ret)] = lambda updated: updated.with_changes(value=cst.parse_expression(t))
     elif ret is not None:
@@ -122,9 +126,9 @@ def _ddp_sites(p) -> list[cst.CSTNode]:
 def _placement(p, sites: list[cst.CSTNode]) -> tuple[cst.BaseStatement, cst.CSTNode] | None:
     """The statement after which the model is complete: in the deepest block holding every site,
     the statement that contains the last one."""
-    chains = []
+    chains: list[list[tuple[cst.BaseStatement, cst.CSTNode]]] = []
     for site in sites:
-        chain = []
+        chain: list[tuple[cst.BaseStatement, cst.CSTNode]] = []
         current: cst.CSTNode = site
         for anc in p.a.ancestors(site):
             if isinstance(anc, cst.SimpleStatementSuite):

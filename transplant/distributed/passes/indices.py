@@ -44,10 +44,10 @@ def run(p) -> None:
                 new = cst.parse_expression(f'f{node.quote}npu:{{{INDEX_FUNCTION}({found.group(1)})}}{node.quote}')
                 _rewrite(p, node, new, f"fixed device {value!r}")
         elif isinstance(node, cst.Arg) and _index_arg(p, node):
-            value = node.value
-            if isinstance(value, cst.Integer) or (isinstance(value, cst.Name) and value.value in constants):
-                new = cst.Call(func=cst.Name(INDEX_FUNCTION), args=[cst.Arg(value)])
-                _rewrite(p, value, new, f"fixed device index {short(value)} in {short(a.parent[id(node)])}")
+            index = node.value
+            if isinstance(index, cst.Integer) or (isinstance(index, cst.Name) and index.value in constants):
+                new = cst.Call(func=cst.Name(INDEX_FUNCTION), args=[cst.Arg(index)])
+                _rewrite(p, index, new, f"fixed device index {short(index)} in {short(a.parent[id(node)])}")
 
 
 def _rewrite(p, node: cst.CSTNode, new: cst.BaseExpression, what: str) -> None:

@@ -5,6 +5,8 @@ of calls to functions of the same file. It plans no edit.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from ..plan import LoaderInfo
@@ -66,8 +68,10 @@ def run(p) -> None:
                     for leaf, info in zip(leaves, infos):
                         key = p.a.key_of(leaf, node) if info else None
                         if key is not None:
-                            p.loaders.setdefault(key, info if isinstance(node.value, (cst.Name, cst.Attribute))
-                                                 else LoaderInfo(info.distributed))
+                            # a key only for a known loader (key is None when info is)
+                            known = cast(LoaderInfo, info)
+                            p.loaders.setdefault(key, known if isinstance(node.value, (cst.Name, cst.Attribute))
+                                                 else LoaderInfo(known.distributed))
             elif isinstance(node, cst.Call) and (fn := p.a.callee(node)) is not None:
                 params = [q for q in fn.params.params if not (q.name.value == "self" and p.a.class_of(fn))]
                 by_name = {q.name.value: q for q in (*fn.params.params, *fn.params.kwonly_params)}

@@ -5,6 +5,8 @@ guarded by a condition that mentions ``rank`` are left alone.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from ...engine import code_of
@@ -33,7 +35,7 @@ def saves(p) -> None:
             k = p.key()
 
             def unwrap(updated: cst.CSTNode, k=k) -> cst.CSTNode:
-                new = cst.Call(func=cst.Name("npu_unwrap"), args=[cst.Arg(updated)])
+                new = cst.Call(func=cst.Name("npu_unwrap"), args=[cst.Arg(cast(cst.BaseExpression, updated))])
                 p.plan.anchors[k] = new
                 return new
 

@@ -6,7 +6,7 @@ as they are. It decides nothing about epochs (epochs.py).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, cast
 
 import libcst as cst
 
@@ -55,11 +55,12 @@ def run(p) -> None:
         if stars and kwargs_arg is None and not has_sampler:
             p.plan.warnings.append(f"DataLoader with {short(stars[0])} arguments: no DistributedSampler added")
         if has_sampler or "batch_sampler" in keywords or (stars and kwargs_arg is None):
-            info = LoaderInfo(has_sampler and _sampler_expr(p, sampler_arg.value))
-            if info.distributed and isinstance(sampler_arg.value, (cst.Name, cst.Attribute)):
-                key = p.a.key_of(sampler_arg.value, call)
+            sampler = sampler_arg.value if sampler_arg is not None else None
+            info = LoaderInfo(has_sampler and _sampler_expr(p, sampler))
+            if info.distributed and isinstance(sampler, (cst.Name, cst.Attribute)):
+                key = p.a.key_of(sampler, call)
                 if key is not None:
-                    info.sampler, info.sampler_key = code_of(sampler_arg.value), key
+                    info.sampler, info.sampler_key = code_of(sampler), key
             _register(p, call, owner, info)
             continue
         dataset = positional[0] if positional else keywords.get("dataset")
@@ -115,7 +116,8 @@ def _add_sampler(p, call: cst.Call, owner, dataset: cst.Arg, shuffle: cst.Arg | 
             hoisted_dataset = p.unique(f"{prefix}_dataset" if prefix else "dataset", cls)
             dataset_code = f"self.{hoisted_dataset}" if cls is not None else hoisted_dataset
             new_before.append(cst.SimpleStatementLine([cst.Assign(
-                [cst.AssignTarget(cst.parse_expression(dataset_code))], dataset.value)]))
+                [cst.AssignTarget(cast(cst.BaseAssignTargetExpression, cst.parse_expression(dataset_code)))],
+                dataset.value)]))
         name = p.unique(f"{prefix}_sampler" if prefix else "sampler", cls)
         sampler_code = f"self.{name}" if cls is not None else name
         sampler_stmt = parse_stmt(f"{sampler_code} = torch.utils.data.distributed.DistributedSampler(\n"
@@ -204,7 +206,7 @@ def _between(p, node: cst.CSTNode, top: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def _prefix(owner: cst.BaseExpression | None) -> str:
     if owner is None:
         return ""
-    name = owner.value if isinstance(owner, cst.Name) else owner.attr.value
+    name = owner.value if isinstance(owner, cst.Name) else cast(cst.Attribute, owner).attr.value
     for suffix in ("_dataloader", "dataloader", "_loader", "loader", "_dl"):
         if name.lower().endswith(suffix) and len(name) > len(suffix):
             return name[: len(name) - len(suffix)].rstrip("_")

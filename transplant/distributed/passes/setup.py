@@ -5,10 +5,12 @@ whose edits need the process group. Runs last: it only acts when an earlier pass
 
 from __future__ import annotations
 
+from typing import Sequence, cast
+
 import libcst as cst
 
 from ...engine import import_module_name, is_docstring_stmt, is_future_import
-from ..plan import anchor_of, chain, parse_stmt
+from ..plan import Statement, anchor_of, chain, parse_stmt
 from ..templates import HELPER_NAMES, HELPERS, INDEX_FUNCTION, INDEX_HELPER, SETUP_FUNCTION
 
 
@@ -61,16 +63,17 @@ def run(p) -> None:
         _insert_module(p, header_end, helpers, module_body)
         k1, k2 = p.key(), p.key()
         plan.anchors[k1] = anchor_of(helpers[0])
-        last = helpers[-1]
-        plan.anchors[k2] = last.body.body[-1].body[0] if isinstance(last.body, cst.IndentedBlock) else last.name
+        last = cast(cst.FunctionDef, helpers[-1])  # HELPERS ends with a function
+        plan.anchors[k2] = (cast(cst.SimpleStatementLine, last.body.body[-1]).body[0]
+                            if isinstance(last.body, cst.IndentedBlock) else last.name)
         plan.record("setup", "add the process-group set-up (hccl, rank and world size from RANK_ID/RANK_SIZE/"
                     "DEVICE_ID or RANK/WORLD_SIZE/LOCAL_RANK) and rank helpers", k1, k2)
     elif add_index:  # converted before: its helpers lack npu_index
-        last = max((f for f in a.functions.values() if f.name.value in HELPER_NAMES and f in module_body),
-                   key=module_body.index, default=None)
+        last_helper = max((f for f in a.functions.values() if f.name.value in HELPER_NAMES and f in module_body),
+                          key=module_body.index, default=None)
         helper = cst.parse_module(INDEX_HELPER).body[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-        if last is not None:
-            plan.after.setdefault(id(last), []).append(helper)
+        if last_helper is not None:
+            plan.after.setdefault(id(last_helper), []).append(helper)
             k = p.key()
             plan.anchors[k] = anchor_of(helper)
             plan.record("setup", f"add {INDEX_FUNCTION}() beside the set-up helpers", k)
@@ -94,7 +97,7 @@ def run(p) -> None:
     plan.record("setup", f"call {SETUP_FUNCTION}() at the start of the entry point", k)
 
 
-def _insert_module(p, index: int, stmts: list[cst.BaseStatement], body: list[cst.BaseStatement]) -> None:
+def _insert_module(p, index: int, stmts: list[Statement], body: Sequence[cst.BaseStatement]) -> None:
     if index > 0:
         p.plan.after.setdefault(id(body[index - 1]), []).extend(stmts)
     elif body:
