@@ -240,3 +240,34 @@ def test_without_emulation_the_accelerator_is_this_machines(tmp_path):
     """))
     child = emulate(["probe.py"], tmp_path)  # a child process of an emulated program is emulated
     assert child.returncode == 0 and child.stdout.strip() == "npu", child.stderr
+
+
+# --------------------------------------------------------------------------- torch_npu's own operators
+
+OPERATORS = """
+import torch_npu
+from torch_npu import npu_fusion_attention, npu_rms_norm  # as libraries import them once torch_npu is installed
+from torch_npu import npu_fusion_attention as again
+assert again is npu_fusion_attention and hasattr(torch_npu, "npu_rotary_mul")
+for name in ("npu_no_such_operator", "format_cast"):
+    assert not hasattr(torch_npu, name), name
+try:
+    from torch_npu import npu_no_such_operator
+except ImportError as exc:
+    print("import refused:", exc)
+for operator, args in ((npu_fusion_attention, (1, 2, 3)), (npu_rms_norm, ())):
+    try:
+        operator(*args)
+    except Exception as exc:
+        print(type(exc).__name__, str(exc).split(":")[0])
+"""
+
+
+def test_npu_operators_import_and_refuse_when_called(tmp_path):
+    (tmp_path / "ops.py").write_text(OPERATORS)
+    proc = emulate(["ops.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("import refused:") and "npu_no_such_operator" in lines[0]
+    assert lines[1:] == ["EmulationError torch_npu.npu_fusion_attention is not emulated",
+                         "EmulationError torch_npu.npu_rms_norm is not emulated"]
