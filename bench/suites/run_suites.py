@@ -5,10 +5,11 @@
 DIR holds a clone or bare mirror of each repository of manifest.json as DIR/<owner>+<name> (or
 DIR/<owner>+<name>/repo, the layout of the session's mirrors). For each project: the pinned commit's
 "paths" are exported (bench/corpus.py's exporter) into a temporary folder; its tests run there with
-this Python (`python -m pytest`, per-test results from JUnit XML); the folder is converted (`transplant -i ... -o ...`); the converted copy's tests run under
-`transplant emulate -m pytest`. Printed per project: the counts before and after, and every test that
-passed before and did not after, with the reason when manifest.json's "differences" names one.
-The exit status is 1 when such a test has no documented reason. Nothing is downloaded: the
+this Python (`python -m pytest`, per-test results from JUnit XML); the folder is converted
+(`transplant -i ... -o ...`); the converted copy's tests run under `transplant emulate -m pytest`. Printed per project: the counts before and after, and every test that
+passed before and did not after, with the reason when manifest.json's "differences" names one, and
+the outcomes of the tests only the conversion ran (skipped on the CPU original, or an NPU entry in a
+test device list). The exit status is 1 when such a test has no documented reason. Nothing is downloaded: the
 projects' own requirements ("requires") must be importable here.
 """
 
@@ -105,6 +106,15 @@ def main() -> int:
                 undocumented += reason is None
                 print(f"  passed before, {after.get(test, 'missing')} after: {test}"
                       f"{f' -- {reason}' if reason else ' -- NOT DOCUMENTED'}")
+        # tests the original did not run (skipped for want of an accelerator, or absent from a device
+        # list that gains the NPU after conversion) and the conversion ran
+        new = {test: outcome for test, outcome in after.items() if before.get(test, "skipped") == "skipped"
+               and outcome != "skipped"}
+        if new:
+            print(f"  run only after conversion (the NPU path): {count(new, 'passed')} passed, "
+                  f"{count(new, 'failed')} failed")
+            for test in sorted(test for test, outcome in new.items() if outcome == "failed"):
+                print(f"  run only after, failed: {test}")
     if args.keep:
         print(f"work folder: {work}")
     return 1 if undocumented else 0
