@@ -135,6 +135,34 @@ def test_torchrun_ranks_are_emulated(tmp_path):
         assert f"process group hccl as gloo: rank {rank} of 2, NPU 0" in proc.stderr
 
 
+ACCELERATE = """
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model, optimizer = accelerator.prepare(torch.nn.Linear(2, 2), torch.optim.SGD(torch.nn.Linear(2, 2).parameters()))
+total = torch.ones(2, device=accelerator.device) * (accelerator.process_index + 1)
+total = accelerator.reduce(total, reduction="sum")
+print(f"rank {accelerator.process_index} {accelerator.distributed_type} {accelerator.device.type} "
+      f"{type(model).__name__} {total.tolist()}", flush=True)
+"""
+
+
+def test_accelerate_launch_ranks_are_emulated(tmp_path):
+    if importlib.util.find_spec("accelerate") is None:
+        pytest.skip("accelerate is not installed (.ci/run installs it)")
+    (tmp_path / "job.py").write_text(ACCELERATE)
+    proc = emulate(["-m", "accelerate.commands.launch", "--num_processes", "2", "--multi_gpu", "--num_machines", "1",
+                    "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
+                    "job.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # accelerate sees torch_npu (autoloaded in each rank) and takes its NPU path, as on an NPU host
+    assert sorted(re.findall(r"rank \d [^\n\[]*\[[^\]]*\]", proc.stdout)) == [
+        f"rank {rank} DistributedType.MULTI_NPU npu DistributedDataParallel [3.0, 3.0]" for rank in (0, 1)]
+    for rank in (0, 1):
+        assert f"process group hccl as gloo: rank {rank} of 2" in proc.stderr
+
+
 # --------------------------------------------------------------------------- autoload, torch.accelerator, profiler
 
 AUTOLOADED = """
