@@ -34,19 +34,19 @@ OUT = HERE / "out" / "corpus"
 
 def git_dir(mirror: Path, repo: str) -> Path | None:
     base = mirror / repo.replace("/", "+")
-    for candidate in (base / "repo", base, base.with_name(base.name + ".git")):
+    for candidate in (base / "repo", base, base / ".git", base.with_name(base.name + ".git")):
         if (candidate / "HEAD").is_file():
             return candidate
     return None
 
 
-def export(gdir: Path, commit: str, dest: Path) -> int:
-    """Write the commit's files under dest; blobs the mirror lacks (its largest files) are skipped.
-    Returns how many were skipped."""
+def export(gdir: Path, commit: str, dest: Path, paths: list[str] | None = None) -> int:
+    """Write the commit's files (only those under `paths` when given) under dest; blobs the mirror
+    lacks (its largest files) are skipped. Returns how many were skipped."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    listing = subprocess.run(["git", "--git-dir", str(gdir), "ls-tree", "-r", "-z", commit],
+    listing = subprocess.run(["git", "--git-dir", str(gdir), "ls-tree", "-r", "-z", commit, "--", *(paths or [])],
                              check=True, capture_output=True).stdout
     entries = []
     for item in listing.split(b"\0"):

@@ -135,6 +135,34 @@ def test_torchrun_ranks_are_emulated(tmp_path):
         assert f"process group hccl as gloo: rank {rank} of 2, NPU 0" in proc.stderr
 
 
+ACCELERATE = """
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model, optimizer = accelerator.prepare(torch.nn.Linear(2, 2), torch.optim.SGD(torch.nn.Linear(2, 2).parameters()))
+total = torch.ones(2, device=accelerator.device) * (accelerator.process_index + 1)
+total = accelerator.reduce(total, reduction="sum")
+print(f"rank {accelerator.process_index} {accelerator.distributed_type} {accelerator.device.type} "
+      f"{type(model).__name__} {total.tolist()}", flush=True)
+"""
+
+
+def test_accelerate_launch_ranks_are_emulated(tmp_path):
+    if importlib.util.find_spec("accelerate") is None:
+        pytest.skip("accelerate is not installed (.ci/run installs it)")
+    (tmp_path / "job.py").write_text(ACCELERATE)
+    proc = emulate(["-m", "accelerate.commands.launch", "--num_processes", "2", "--multi_gpu", "--num_machines", "1",
+                    "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
+                    "job.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # accelerate sees torch_npu (autoloaded in each rank) and takes its NPU path, as on an NPU host
+    assert sorted(re.findall(r"rank \d [^\n\[]*\[[^\]]*\]", proc.stdout)) == [
+        f"rank {rank} DistributedType.MULTI_NPU npu DistributedDataParallel [3.0, 3.0]" for rank in (0, 1)]
+    for rank in (0, 1):
+        assert f"process group hccl as gloo: rank {rank} of 2" in proc.stderr
+
+
 # --------------------------------------------------------------------------- autoload, torch.accelerator, profiler
 
 AUTOLOADED = """
@@ -240,3 +268,34 @@ def test_without_emulation_the_accelerator_is_this_machines(tmp_path):
     """))
     child = emulate(["probe.py"], tmp_path)  # a child process of an emulated program is emulated
     assert child.returncode == 0 and child.stdout.strip() == "npu", child.stderr
+
+
+# --------------------------------------------------------------------------- torch_npu's own operators
+
+OPERATORS = """
+import torch_npu
+from torch_npu import npu_fusion_attention, npu_rms_norm  # as libraries import them once torch_npu is installed
+from torch_npu import npu_fusion_attention as again
+assert again is npu_fusion_attention and hasattr(torch_npu, "npu_rotary_mul")
+for name in ("npu_no_such_operator", "format_cast"):
+    assert not hasattr(torch_npu, name), name
+try:
+    from torch_npu import npu_no_such_operator
+except ImportError as exc:
+    print("import refused:", exc)
+for operator, args in ((npu_fusion_attention, (1, 2, 3)), (npu_rms_norm, ())):
+    try:
+        operator(*args)
+    except Exception as exc:
+        print(type(exc).__name__, str(exc).split(":")[0])
+"""
+
+
+def test_npu_operators_import_and_refuse_when_called(tmp_path):
+    (tmp_path / "ops.py").write_text(OPERATORS)
+    proc = emulate(["ops.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("import refused:") and "npu_no_such_operator" in lines[0]
+    assert lines[1:] == ["EmulationError torch_npu.npu_fusion_attention is not emulated",
+                         "EmulationError torch_npu.npu_rms_norm is not emulated"]

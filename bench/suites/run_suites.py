@@ -2,13 +2,14 @@
 
     python3 bench/suites/run_suites.py --clones DIR [--only NAME] [--keep]
 
-DIR holds a clone of each repository of manifest.json, as DIR/<owner>+<name> or DIR/<name> (a bare
-mirror works too). For each project: the pinned commit is exported (git archive) into a temporary
-folder; its tests run there with this Python (`python -m pytest`, per-test results from JUnit XML);
-the folder is converted (`transplant -i ... -o ...`); the converted copy's tests run under
-`transplant emulate -m pytest`. Printed per project: the counts before and after, and every test that
-passed before and did not after, with the reason when manifest.json's "differences" names one.
-The exit status is 1 when such a test has no documented reason. Nothing is downloaded: the
+DIR holds a clone or bare mirror of each repository of manifest.json as DIR/<owner>+<name> (or
+DIR/<owner>+<name>/repo, the layout of the session's mirrors). For each project: the pinned commit's
+"paths" are exported (bench/corpus.py's exporter) into a temporary folder; its tests run there with
+this Python (`python -m pytest`, per-test results from JUnit XML); the folder is converted
+(`transplant -i ... -o ...`); the converted copy's tests run under `transplant emulate -m pytest`. Printed per project: the counts before and after, and every test that
+passed before and did not after, with the reason when manifest.json's "differences" names one, and
+the outcomes of the tests only the conversion ran (skipped on the CPU original, or an NPU entry in a
+test device list). The exit status is 1 when such a test has no documented reason. Nothing is downloaded: the
 projects' own requirements ("requires") must be importable here.
 """
 
@@ -20,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -29,22 +29,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 MANIFEST = HERE / "manifest.json"
+sys.path.insert(0, str(HERE.parent))
+import corpus  # noqa: E402  (bench/corpus.py: the exporter shared with the corpus run)
 
 
 def export(clones: Path, project: dict, into: Path) -> Path:
-    owner, name = project["repo"].split("/")
-    for candidate in (clones / f"{owner}+{name}" / "repo", clones / f"{owner}+{name}", clones / name):
-        if candidate.exists():
-            break
-    else:
+    """The pinned commit's files named in "paths", written by corpus.py's exporter (which skips the
+    blobs a mirror lacks, where `git archive` would stop)."""
+    gdir = corpus.git_dir(clones, project["repo"])
+    if gdir is None:
         raise SystemExit(f"run_suites: no clone of {project['repo']} in {clones}")
     target = into / project["name"]
-    target.mkdir(parents=True)
-    archive = into / f"{project['name']}.tar"
-    subprocess.run(["git", "-C", str(candidate), "archive", "-o", str(archive), project["commit"],
-                    *project.get("paths", ["."])], check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(target, filter="data") if sys.version_info >= (3, 12) else tar.extractall(target)
+    skipped = corpus.export(gdir, project["commit"], target, project.get("paths"))
+    if skipped:
+        print(f"{project['name']}: {skipped} file(s) missing from the mirror were left out")
     return target
 
 
@@ -108,6 +106,15 @@ def main() -> int:
                 undocumented += reason is None
                 print(f"  passed before, {after.get(test, 'missing')} after: {test}"
                       f"{f' -- {reason}' if reason else ' -- NOT DOCUMENTED'}")
+        # tests the original did not run (skipped for want of an accelerator, or absent from a device
+        # list that gains the NPU after conversion) and the conversion ran
+        new = {test: outcome for test, outcome in after.items() if before.get(test, "skipped") == "skipped"
+               and outcome != "skipped"}
+        if new:
+            print(f"  run only after conversion (the NPU path): {count(new, 'passed')} passed, "
+                  f"{count(new, 'failed')} failed")
+            for test in sorted(test for test, outcome in new.items() if outcome == "failed"):
+                print(f"  run only after, failed: {test}")
     if args.keep:
         print(f"work folder: {work}")
     return 1 if undocumented else 0

@@ -12,6 +12,7 @@ user's), and no other command loads it; the converter never imports it.
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
     coverage.py  names torch_npu has that the emulator does not emulate, and why
+    operators.py torch_npu's own operators (npu_*): importable, refused by name when used
     shim/        the importable ``torch_npu`` package; on sys.path only in emulated processes
 
 Settings travel in environment variables (so processes the script starts are emulated alike):

@@ -38,12 +38,13 @@ NOT_EMULATED: dict[str, str] = {
 class NotEmulated:
     """Stands for a name in NOT_EMULATED: importing it works, using it raises EmulationError."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, reason: str | None = None):
         object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_reason", reason or NOT_EMULATED[name])
 
     def _refuse(self, *args, **kwargs):
-        name = object.__getattribute__(self, "_name")
-        raise EmulationError(f"{name} is not emulated: {NOT_EMULATED[name]}")
+        name, reason = object.__getattribute__(self, "_name"), object.__getattribute__(self, "_reason")
+        raise EmulationError(f"{name} is not emulated: {reason}")
 
     __call__ = __enter__ = __iter__ = _refuse
 

@@ -6,6 +6,7 @@ PYTHONPATH by the processes the emulated script starts); nowhere else can this p
 
 import sys
 
+from transplant.emulate.operators import stub
 from transplant.emulate.runtime import activate
 
 activate(sys.modules[__name__])
@@ -19,4 +20,8 @@ def _autoload():
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
+    operator = stub(name)  # torch_npu's own operators: importable, refused when used
+    if operator is not None:
+        globals()[name] = operator
+        return operator
     raise AttributeError(f"torch_npu.{name} is not emulated (NPU-specific operators have no emulation)")
