@@ -108,7 +108,7 @@ def environment_records(data: bytes) -> list[Record]:
             records.append(_record(number, name_col, len(spec.group(2)), CODES["library"], entry["library"],
                                    f"{spec.group(2)}: {entry.get('message', 'CUDA-only package')}", entry["route"]))
     pip_records = requirement_records(pip_items)
-    has_npu = any(normalise(re.split(r"[^\w.-]", v, 1)[0]) == "torch-npu" for _, _, v in pip_items)
+    has_npu = any(normalise(re.split(r"[^\w.-]", v, maxsplit=1)[0]) == "torch-npu" for _, _, v in pip_items)
     if torch_at is not None:  # conda's pytorch: torch_npu comes from pip
         pip_records = [r for r in pip_records if r.api != "torch_npu"]
         if not has_npu:
