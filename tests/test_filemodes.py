@@ -624,6 +624,9 @@ def _user_repo(tmp_path: Path, env: dict[str, str]) -> Path:
     (user / "train.py").write_bytes(b"import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
     (user / "clean.py").write_bytes(b"print('cuda or cpu')\n")
     (user / "scripts/run.sh").write_bytes(b"export CUDA_VISIBLE_DEVICES=0\n")
+    (user / "Dockerfile").write_bytes(b"FROM python:3.11\nENV CUDA_VISIBLE_DEVICES=0\n")
+    # tagged toml by identify, but not a file transplant converts: the hooks' `files` keeps it out
+    (user / "uv.lock").write_bytes(b'version = 1\n[[package]]\nname = "cuda"\n')
     subprocess.run(["git", "init", "-q"], cwd=user, env=env, check=True)
     subprocess.run(["git", "add", "-A"], cwd=user, env=env, check=True)
     return user
@@ -651,7 +654,8 @@ def test_pre_commit_try_repo_check_hook(tmp_path):
     assert "train.py:1:1: TP106 add import torch_npu" in output
     assert "train.py:2:31: TP102 .cuda() -> .npu()" in output
     assert "scripts/run.sh:1:8: TP105" in output
-    assert "clean.py:" not in output
+    assert "Dockerfile:2:5: TP105 CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES" in output
+    assert "clean.py:" not in output and "uv.lock" not in output
     assert (user / "train.py").read_bytes() == b"import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
 
 
@@ -671,6 +675,7 @@ def test_pre_commit_config_with_both_hooks(tmp_path):
     assert first.returncode == 1, first.stdout + first.stderr
     assert (user / "train.py").read_bytes() == b"import torch\nimport torch_npu\nmodel = torch.nn.Linear(2, 2).npu()\n"
     assert (user / "scripts/run.sh").read_bytes() == b"export ASCEND_RT_VISIBLE_DEVICES=0\n"
+    assert (user / "Dockerfile").read_bytes() == b"FROM python:3.11\nENV ASCEND_RT_VISIBLE_DEVICES=0\n"
     subprocess.run(["git", "add", "-A"], cwd=user, env=env, check=True)
     second = _pre_commit(["run", "--all-files"], user, env)
     assert second.returncode == 0, second.stdout + second.stderr
