@@ -52,10 +52,10 @@ def export(gdir: Path, commit: str, dest: Path, paths: list[str] | None = None) 
     for item in listing.split(b"\0"):
         if not item:
             continue
-        meta, path = item.split(b"\t", 1)
+        meta, raw_path = item.split(b"\t", 1)
         mode, kind, sha = meta.split()
         if kind == b"blob":
-            entries.append((mode, sha, path.decode("utf-8", "surrogateescape")))
+            entries.append((mode, sha, raw_path.decode("utf-8", "surrogateescape")))
     batch = subprocess.run(["git", "--git-dir", str(gdir), "cat-file", "--batch"], check=True,
                            input=b"".join(sha + b"\n" for _, sha, _ in entries), capture_output=True).stdout
     skipped, pos = 0, 0

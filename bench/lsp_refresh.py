@@ -35,7 +35,7 @@ from transplant.lsp.analysis import analyse  # noqa: E402
 from transplant.lsp.server import DEBOUNCE_SECONDS, TransplantServer  # noqa: E402
 
 
-def in_process(text: str, repeat: int) -> tuple[list[float], int]:
+def in_process(text: str, repeat: int) -> tuple[list[float], list[float], list[float], int]:
     server = TransplantServer()
     uri = "file:///bench/train.py"
     analyse(uri, text, RuleOptions())  # warm-up: rules and libcst loaded once, as in the server

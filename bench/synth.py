@@ -177,7 +177,7 @@ def _other_file(rng: random.Random, i: int) -> tuple[str, bytes]:
         env = "export CUDA_VISIBLE_DEVICES=0,1\n" if rng.random() < 0.5 else ""
         return f"run_{i}.sh", f"#!/bin/bash\nset -e\n{env}python3 train.py --epochs {rng.randint(1, 9)} \"$@\"\n".encode()
     if kind == "ipynb":
-        cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+        cells: list[dict] = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
                   "source": ["import torch\n", "x = torch.ones(3).cuda()\n" if rng.random() < 0.5 else "x = 1\n"]}]
         nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
         return f"demo_{i}.ipynb", json.dumps(nb, indent=1).encode()

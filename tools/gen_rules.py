@@ -237,7 +237,7 @@ def main(data_dir: str) -> None:
                 rule["on"] = "method"
             dev_rules.append(rule)
     # one rule per method name
-    seen: dict[str, dict] = {}
+    seen: dict[tuple[str, str], dict] = {}
     merged = []
     for rule in dev_rules:
         key = (rule["func_name"], rule.get("on", "name"))
