@@ -16,7 +16,7 @@ import os
 import sys
 import types
 
-from . import BACKING_ENV, STRICT_ENV
+from . import BACKING_ENV, IDENTITY_ENV, STRICT_ENV
 
 _state: dict = {}
 
@@ -35,7 +35,7 @@ def start(backing_kind: str, strict: bool):
 
         checker = strict_checks.Checker()
         strict_checks.install(checker)
-    backing = devices.Backing(backing_kind)
+    backing = devices.Backing(backing_kind, identity=os.environ.get(IDENTITY_ENV) == "1")
     devices.enter_mode(backing, checker.torch_call if checker else None)
     _state.update(backing=backing, checker=checker)
     return checker
