@@ -166,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.argv = [str(args.script), *args.args]
         status = _run(lambda: runpy.run_path(str(args.script.resolve()), run_name="__main__"), checker)
+    if not args.quiet:
+        from . import summary
+
+        summary.report()
     if checker is not None and checker.uses:
         for use in dict.fromkeys(checker.uses):
             print(f"transplant emulate: error: {use}", file=sys.stderr)

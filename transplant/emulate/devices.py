@@ -171,7 +171,9 @@ def _accelerator(backing: Backing) -> None:
 
 def _methods(backing: Backing) -> None:
     def tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
-        return self.to(backing.device(_index(device)), non_blocking=non_blocking, memory_format=memory_format)
+        index = _index(device)  # an npu device, which the mode translates (and the summary counts)
+        return self.to(torch.device(NPU) if index is None else torch.device(NPU, index),
+                       non_blocking=non_blocking, memory_format=memory_format)
 
     def module_npu(self, device=None):
         return self._apply(lambda t: tensor_npu(t, device))
