@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import traceback
 
@@ -27,7 +28,7 @@ def _where() -> str:
     for frame in reversed(traceback.extract_stack()[:-3]):
         name = frame.filename.replace("\\", "/")
         if "/torch/" not in name and "/transplant/emulate/" not in name:
-            return f"{frame.filename}:{frame.lineno}: "
+            return f"{os.path.relpath(frame.filename)}:{frame.lineno}: "
     return ""
 
 

@@ -40,6 +40,8 @@ class Summary:
         """The device mode's hook: a call given an npu device is a move to the NPU."""
         if not (any(_is_npu(a) for a in args) or any(_is_npu(v) for v in kwargs.values())):
             return
+        if func is torch.device:  # naming a device moves nothing
+            return
         if func is _PARSE_TO:  # Module.to(...) parses its arguments with it
             self.modules += 1
             self._place("module")
