@@ -33,6 +33,15 @@ def test_npu_tensors_are_npu_tensors_with_the_cpus_numbers(tmp_path):
     assert len(losses) == 3 and losses == lines(on_cpu.stdout, "loss ")  # SGD foreach, fused Adam, AdamW
 
 
+def test_attention_takes_the_cpus_kernel(tmp_path):
+    """scaled_dot_product_attention picks its kernel by device type: on the NPU it is the CPU's choice."""
+    shutil.copy(FIDELITY.parent / "attention.py", tmp_path)
+    on_cpu = run(["attention.py", "cpu"], tmp_path)
+    emulated = emulate(["--device-identity", "attention.py", "npu"], tmp_path)
+    assert on_cpu.returncode == 0 and emulated.returncode == 0, on_cpu.stderr + emulated.stderr
+    assert len(on_cpu.stdout.split()) == 3 and emulated.stdout.split() == on_cpu.stdout.split()
+
+
 def test_without_device_identity_tensors_stay_where_they_are(tmp_path):
     (tmp_path / "where.py").write_text("import torch, torch_npu\nprint(torch.ones(2).to('npu').device.type)\n")
     assert emulate(["where.py"], tmp_path).stdout.split() == ["cpu"]

@@ -222,6 +222,13 @@ _POLICIES: dict = {}
 
 
 def _autocast_kernel(op, *args, **kwargs):
+    args, kwargs = _autocast_casts(op, args, kwargs)
+    with _NO_AUTOCAST():
+        return _callable(op, args)(*args, **kwargs)
+
+
+def _autocast_casts(op, args, kwargs):
+    """``op``'s arguments with the casts the backing's autocast makes for it."""
     tensors: list = []
 
     def collect(value):
@@ -234,25 +241,52 @@ def _autocast_kernel(op, *args, **kwargs):
     for value in (*args, *kwargs.values()):
         collect(value)
     if not tensors:
-        with _NO_AUTOCAST():
-            return _callable(op, args)(*args, **kwargs)
+        return args, kwargs
     key = (op, tuple(t.dtype for t in tensors))
     policy = _POLICIES.get(key)
     if policy is None:
         policy = _POLICIES[key] = _probe(op, args, kwargs, tensors)
-    if policy:
-        cast = {id(t): policy[i] for i, t in enumerate(tensors) if i in policy}
-        with _NO_AUTOCAST():
-            def convert(value):
-                if isinstance(value, torch.Tensor) and id(value) in cast:
-                    return value.to(cast[id(value)])
-                if isinstance(value, (list, tuple)):
-                    return type(value)(convert(v) for v in value)
-                return value
-            args = tuple(convert(a) for a in args)
-            kwargs = {k: convert(v) for k, v in kwargs.items()}
+    if not policy:
+        return args, kwargs
+    cast = {id(t): policy[i] for i, t in enumerate(tensors) if i in policy}
+
+    def convert(value):
+        if isinstance(value, torch.Tensor) and id(value) in cast:
+            return value.to(cast[id(value)])
+        if isinstance(value, (list, tuple)):
+            return type(value)(convert(v) for v in value)
+        return value
+
     with _NO_AUTOCAST():
-        return _callable(op, args)(*args, **kwargs)
+        return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
+
+
+_FLASH = 1  # sdp::SDPBackend::flash_attention
+
+
+def _attention(sdpa):
+    """F.scaled_dot_product_attention on NPU tensors as on the backing: torch's composite picks its
+    kernel by device type, and for a device it does not know it takes the math kernel, not the CPU's
+    flash kernel, and the numbers differ. The backing's choice is asked, on the backing data."""
+    @functools.wraps(sdpa)
+    def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if not (isinstance(query, torch.Tensor) and query.device.type == NPU and _State.backing.type == "cpu"):
+            return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        args = (query, key, value, attn_mask, dropout_p, is_causal)
+        kwargs = {"scale": scale, "enable_gqa": enable_gqa}
+        if torch.is_autocast_enabled(NPU):
+            args, kwargs = _autocast_casts(aten.scaled_dot_product_attention.default, args, kwargs)
+        query, key, value, attn_mask = args[:4]
+        with _NO_AUTOCAST():
+            data = [data_of(t) if isinstance(t, torch.Tensor) else t for t in (query, key, value, attn_mask)]
+            choice = aten._fused_sdp_choice.default(*data, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+            if choice != _FLASH:
+                return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+            if attn_mask is not None and attn_mask.dtype == torch.bool:  # as torch's composite converts it
+                attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(~attn_mask, float("-inf"))
+            return aten._scaled_dot_product_flash_attention_for_cpu.default(
+                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    return attention
 
 
 def _NO_AUTOCAST():  # noqa: N802 - a context manager
@@ -344,6 +378,7 @@ def install(backing_device: torch.device) -> None:
 
     torch.Tensor.numpy = npu_numpy
     torch.load = _load_onto_npu(torch.load)
+    torch.nn.functional.scaled_dot_product_attention = _attention(torch.nn.functional.scaled_dot_product_attention)
     # amp's default dtype on the NPU is the backing's (bfloat16 on the CPU), as without --device-identity
     torch.set_autocast_dtype(NPU, torch.get_autocast_dtype(backing_device.type))
 
