@@ -10,17 +10,23 @@ user's), and no other command loads it; the converter never imports it.
     npu_api.py   the torch_npu.npu namespace (devices, streams, events, memory, seeds, amp)
     accelerator.py  torch.accelerator answered as on an NPU host, from the emulated torch_npu.npu
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
+    identity.py  --device-identity: "npu" as a Python backend, NPU tensors computed on the backing device
+    builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
+    summary.py   what the run sent to the NPU, printed on stderr at the end (-q: not)
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
     coverage.py  names torch_npu has that the emulator does not emulate, and why
     operators.py torch_npu's own operators (npu_*): importable, refused by name when used
     shim/        the importable ``torch_npu`` package; on sys.path only in emulated processes
 
 Settings travel in environment variables (so processes the script starts are emulated alike):
-TRANSPLANT_EMULATE_BACKING (cpu|cuda), TRANSPLANT_EMULATE_STRICT (1 = strict).
+TRANSPLANT_EMULATE_BACKING (cpu|cuda), TRANSPLANT_EMULATE_STRICT (1 = strict),
+TRANSPLANT_EMULATE_DEVICE_IDENTITY (1 = --device-identity), TRANSPLANT_EMULATE_QUIET (1 = -q).
 """
 
 BACKING_ENV = "TRANSPLANT_EMULATE_BACKING"
 STRICT_ENV = "TRANSPLANT_EMULATE_STRICT"
+IDENTITY_ENV = "TRANSPLANT_EMULATE_DEVICE_IDENTITY"
+QUIET_ENV = "TRANSPLANT_EMULATE_QUIET"
 BACKINGS = ("cpu", "cuda")
 
 

@@ -20,7 +20,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from . import BACKING_ENV, BACKINGS, STRICT_ENV, EmulationError
+from . import BACKING_ENV, BACKINGS, IDENTITY_ENV, QUIET_ENV, STRICT_ENV, EmulationError
 
 SHIM = Path(__file__).resolve().parent / "shim"
 EXIT_USAGE = 2
@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="device that stands in for the NPUs (default: %(default)s)")
     p.add_argument("--strict", action="store_true", default=os.environ.get(STRICT_ENV) == "1",
                    help="every CUDA use left in the project's own files is an error naming file and line")
+    p.add_argument("--device-identity", action="store_true", default=os.environ.get(IDENTITY_ENV) == "1",
+                   help="tensors moved to npu are npu tensors (device.type == 'npu'), computed on the backing device")
+    p.add_argument("-q", "--quiet", action="store_true", default=os.environ.get(QUIET_ENV) == "1",
+                   help="no summary of what the run sent to the NPU at the end")
     p.add_argument("--force-emulation", action="store_true",
                    help="emulate even though a real torch_npu is installed (the emulation hides it)")
     p.add_argument("-m", dest="module", metavar="MODULE",
@@ -130,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(problem)
     os.environ[BACKING_ENV] = args.backing
     os.environ[STRICT_ENV] = "1" if args.strict else "0"
+    os.environ[IDENTITY_ENV] = "1" if args.device_identity else "0"
+    os.environ[QUIET_ENV] = "1" if args.quiet else "0"
     # the shim goes first on the path of this process and of the processes the program starts
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM), os.environ.get("PYTHONPATH")) if p)
     what = f"-m {args.module}" if args.module else str(args.script)
@@ -160,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.argv = [str(args.script), *args.args]
         status = _run(lambda: runpy.run_path(str(args.script.resolve()), run_name="__main__"), checker)
+    if not args.quiet:
+        from . import summary
+
+        summary.report()
     if checker is not None and checker.uses:
         for use in dict.fromkeys(checker.uses):
             print(f"transplant emulate: error: {use}", file=sys.stderr)

@@ -33,8 +33,9 @@ _LEGACY_TYPE = re.compile(r"torch\.npu\.(\w+Tensor)\Z")  # x.type("torch.npu.Hal
 class Backing:
     """The device the emulated NPUs are: "cpu" (one device, however many NPUs) or "cuda"."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, identity: bool = False):
         self.kind = kind
+        self.identity = identity  # --device-identity: npu devices stay npu devices (identity.py computes)
         self.active = False  # npu devices mean something only once torch_npu is imported, as on an NPU
 
     def count(self) -> int:
@@ -48,7 +49,7 @@ class Backing:
 
     def translate(self, value):
         """``value`` with an npu device (object or string) replaced by the backing device."""
-        if not self.active:
+        if not self.active or self.identity:
             return value
         if isinstance(value, torch.device):
             return self.device(value.index) if value.type == NPU else value
@@ -67,6 +68,9 @@ class Backing:
         def ordinal(value) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
 
+        if self.identity:
+            return args, kwargs  # torch itself reads ordinals as PrivateUse1 devices
+
         if ordinal(kwargs.get("device")):
             kwargs = {**kwargs, "device": self.device(kwargs["device"])}
         if func in _TO_METHODS and len(args) > 1 and ordinal(args[1]):
@@ -75,7 +79,7 @@ class Backing:
 
     def device_type(self, value):
         """A device type argument ("npu" for autocast, GradScaler, ...) as the backing's type."""
-        return self.kind if value == NPU else value
+        return self.kind if value == NPU and not self.identity else value
 
     def backend(self, value):
         """A process group backend string with hccl as the backing's collective library."""
@@ -147,7 +151,12 @@ def install(backing: Backing) -> None:
     torch.utils.rename_privateuse1_backend(NPU)
     backing.active = True
     _accelerator(backing)
-    _methods(backing)
+    if backing.identity:
+        from . import identity
+
+        identity.install(backing.device())
+    else:
+        _methods(backing)
     _amp(backing)
     _loading(backing)
     _distributed(backing)
@@ -162,7 +171,9 @@ def _accelerator(backing: Backing) -> None:
 
 def _methods(backing: Backing) -> None:
     def tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
-        return self.to(backing.device(_index(device)), non_blocking=non_blocking, memory_format=memory_format)
+        index = _index(device)  # an npu device, which the mode translates (and the summary counts)
+        return self.to(torch.device(NPU) if index is None else torch.device(NPU, index),
+                       non_blocking=non_blocking, memory_format=memory_format)
 
     def module_npu(self, device=None):
         return self._apply(lambda t: tensor_npu(t, device))

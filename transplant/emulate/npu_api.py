@@ -212,7 +212,7 @@ def _cuda_api(backing: Backing) -> dict:
 
 
 def _amp(backing: Backing) -> dict:
-    kind = backing.kind
+    kind = backing.device_type("npu")
 
     def autocast(enabled=True, dtype=None, cache_enabled=True):
         return torch.autocast(kind, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
@@ -250,11 +250,12 @@ def build(backing: Backing) -> dict[str, types.ModuleType]:
     """The modules torch_npu.npu and below, by qualified name."""
     api = _cpu_api(backing) if backing.kind == "cpu" else _cuda_api(backing)
     amp_api = _amp(backing)
-    kind = backing.kind
+    kind = backing.device_type("npu")
     api.update(
         get_autocast_dtype=lambda: torch.get_autocast_dtype(kind),
         is_autocast_enabled=lambda: torch.is_autocast_enabled(kind),
         set_autocast_dtype=lambda dtype: torch.set_autocast_dtype(kind, dtype),
+        get_amp_supported_dtype=lambda: [torch.float16, torch.bfloat16],
         matmul=types.SimpleNamespace(allow_hf32=False), conv=types.SimpleNamespace(allow_hf32=True),
     )
     for type_name in _TENSOR_TYPES:

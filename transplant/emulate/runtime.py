@@ -16,7 +16,7 @@ import os
 import sys
 import types
 
-from . import BACKING_ENV, STRICT_ENV
+from . import BACKING_ENV, IDENTITY_ENV, STRICT_ENV
 
 _state: dict = {}
 
@@ -27,7 +27,7 @@ def start(backing_kind: str, strict: bool):
 
     if "backing" in _state:
         return _state["checker"]
-    from . import devices
+    from . import devices, summary
 
     checker = None
     if strict:
@@ -35,8 +35,8 @@ def start(backing_kind: str, strict: bool):
 
         checker = strict_checks.Checker()
         strict_checks.install(checker)
-    backing = devices.Backing(backing_kind)
-    devices.enter_mode(backing, checker.torch_call if checker else None)
+    backing = devices.Backing(backing_kind, identity=os.environ.get(IDENTITY_ENV) == "1")
+    devices.enter_mode(backing, summary.observer(checker.torch_call if checker else None))
     _state.update(backing=backing, checker=checker)
     return checker
 
@@ -63,10 +63,11 @@ def activate(torch_npu: types.ModuleType) -> None:
         start(os.environ.get(BACKING_ENV, "cpu"), os.environ.get(STRICT_ENV) == "1")
     import torch
 
-    from . import accelerator, devices, extras, npu_api
+    from . import accelerator, builds, devices, extras, npu_api, summary
 
     backing = _state["backing"]
     devices.install(backing)
+    builds.install()
     modules = {**npu_api.build(backing), **extras.build(backing)}
     modules["torch_npu"] = torch_npu
     sys.modules.update(modules)
@@ -75,5 +76,6 @@ def activate(torch_npu: types.ModuleType) -> None:
             parent, _, last = name.rpartition(".")
             setattr(modules[parent], last, made)
     torch_npu.__version__ = f"emulated on {backing.kind} (transplant emulate)"
+    summary.install(modules)
     torch._register_device_module("npu", modules["torch_npu.npu"])
     accelerator.install(modules["torch_npu.npu"])

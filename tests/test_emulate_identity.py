@@ -1,0 +1,119 @@
+"""`transplant emulate --device-identity`: tensors moved to "npu" are NPU tensors computed on the CPU,
+with the CPU's numbers bit for bit; and, in every mode, the end-of-run summary and CUDA-only builds.
+
+Every emulated run is a subprocess (see test_emulate.py, whose helpers these tests share).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import textwrap
+
+import pytest
+
+from conftest import FIXTURES
+from test_emulate import EXAMPLE, NOTICE, PROGRAMS, TRAINING, convert, emulate, lines, run
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="needs PyTorch: .ci/run installs the CPU wheel")
+
+FIDELITY = FIXTURES / "emulate" / "identity" / "fidelity.py"
+CHECKS = ["identity", "branch", "operations", "mixing", "host", "save-load", "training", "multiprocessing"]
+
+
+def test_npu_tensors_are_npu_tensors_with_the_cpus_numbers(tmp_path):
+    shutil.copy(FIDELITY, tmp_path)
+    on_cpu = run(["fidelity.py", "cpu"], tmp_path)
+    assert on_cpu.returncode == 0, on_cpu.stderr
+    proc = emulate(["--device-identity", "--strict", "fidelity.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert lines(proc.stdout, "ok ") == [f"ok {check}" for check in CHECKS]
+    losses = lines(proc.stdout, "loss ")
+    assert len(losses) == 3 and losses == lines(on_cpu.stdout, "loss ")  # SGD foreach, fused Adam, AdamW
+
+
+def test_attention_takes_the_cpus_kernel(tmp_path):
+    """scaled_dot_product_attention picks its kernel by device type: on the NPU it is the CPU's choice."""
+    shutil.copy(FIDELITY.parent / "attention.py", tmp_path)
+    on_cpu = run(["attention.py", "cpu"], tmp_path)
+    emulated = emulate(["--device-identity", "attention.py", "npu"], tmp_path)
+    assert on_cpu.returncode == 0 and emulated.returncode == 0, on_cpu.stderr + emulated.stderr
+    assert len(on_cpu.stdout.split()) == 3 and emulated.stdout.split() == on_cpu.stdout.split()
+
+
+def test_without_device_identity_tensors_stay_where_they_are(tmp_path):
+    (tmp_path / "where.py").write_text("import torch, torch_npu\nprint(torch.ones(2).to('npu').device.type)\n")
+    assert emulate(["where.py"], tmp_path).stdout.split() == ["cpu"]
+    assert emulate(["--device-identity", "where.py"], tmp_path).stdout.split() == ["npu"]
+
+
+@pytest.mark.parametrize("program", sorted(TRAINING))
+def test_training_programs_match_the_original_bitwise_as_npu_tensors(program, tmp_path):
+    args, steps = TRAINING[program]
+    original = tmp_path / program
+    shutil.copytree(PROGRAMS / program, original)
+    converted = convert(original, tmp_path / "out")
+    before = run(["train.py", *args], original)
+    assert before.returncode == 0, before.stderr
+    after = emulate(["--device-identity", "--strict", "train.py", *args], converted)
+    assert after.returncode == 0, after.stderr
+    assert lines(after.stdout, "device") == ["device npu"]
+    assert len(lines(before.stdout, "step")) == steps
+    for prefix in ("step", "accuracy", "sample"):
+        assert lines(after.stdout, prefix) == lines(before.stdout, prefix)
+    # the GAN's checkpoint, loaded with map_location=device, comes back on the NPU, as on an NPU
+    expected = [line.replace("on cpu", "on npu") for line in lines(before.stdout, "restored")]
+    assert lines(after.stdout, "restored") == expected
+
+
+def test_readme_example_trains_alike_with_and_without_device_identity(tmp_path):
+    example = tmp_path / "mnist_cuda"
+    shutil.copytree(EXAMPLE, example)
+    converted = convert(example, tmp_path / "out")
+    plain = emulate(["--strict", "train.py", "--epochs", "1"], converted)
+    identity = emulate(["--strict", "--device-identity", "train.py", "--epochs", "1"], converted)
+    assert plain.returncode == 0 and identity.returncode == 0, plain.stderr + identity.stderr
+    assert lines(identity.stdout, "epoch") == lines(plain.stdout, "epoch") != []
+
+
+def test_the_summary_says_what_went_to_the_npu_and_q_silences_it(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helpers.py").write_text("def place(t):\n    return t.to('npu')\n")
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""\
+        import torch, torch_npu
+        from lib.helpers import place
+        model = torch.nn.Linear(2, 2).npu()
+        x = place(torch.ones(2))
+        if torch_npu.npu.is_available():
+            y = torch.zeros(3, device="npu:0")
+        """))
+    proc = emulate(["prog.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = [line for line in proc.stderr.splitlines() if line.startswith("transplant emulate:") and NOTICE not in line]
+    assert summary[0].startswith("transplant emulate: summary: ") and "1 module move to the NPU" in summary[0]
+    assert "prog.py:3 (module)" in summary[1] and "prog.py:6 (tensor)" in summary[1]
+    assert "helpers.py:2 (tensor)" in summary[1]
+    assert summary[2].endswith("torch_npu names used (1): torch_npu.npu.is_available")
+    quiet = emulate(["-q", "prog.py"], tmp_path)
+    assert quiet.returncode == 0 and "summary" not in quiet.stderr
+
+
+def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
+    (tmp_path / "build.py").write_text(textwrap.dedent("""\
+        import sys
+        import torch, torch_npu
+        from torch.utils.cpp_extension import load_inline
+        x = torch.ones(2).to("npu")
+        if x.device.type == "npu" or sys.argv[1:] == ["always"]:
+            ext = load_inline("fused_gelu", cpp_sources="", cuda_sources="__global__ void k() {}")
+        print("built or passed by")
+        """))
+    message = ("transplant emulate: error: build.py:6: CUDA-only extension build 'fused_gelu' "
+               "(load_inline with cuda_sources)")
+    for args in (["--device-identity", "build.py"], ["build.py", "always"]):
+        proc = emulate(args, tmp_path)
+        assert proc.returncode == 1 and "passed by" not in proc.stdout, args
+        assert message in proc.stderr, proc.stderr
+    # without --device-identity the NPU branch is not taken: tensors say they are on the CPU
+    assert emulate(["build.py"], tmp_path).stdout.split() == ["built", "or", "passed", "by"]

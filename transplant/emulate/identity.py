@@ -1,0 +1,426 @@
+"""--device-identity: tensors moved to "npu" are NPU tensors, computed on the backing device.
+
+How: PyTorch's Python backend for PrivateUse1 (``torch.utils.backend_registration.
+_setup_privateuseone_for_python_backend``: a device guard and hooks written in Python), with "npu" as
+its name. An NPU tensor is a plain ``torch.Tensor`` whose device is ``npu:i``; its metadata (sizes,
+strides, storage offset) is set to that of its data, a tensor on the backing device kept in the
+attribute ``_emu`` (the metadata is set by running ``aten::set_`` with the Meta kernel, which sizes a
+storage without allocating it). Every aten operator that reaches the PrivateUse1 key (after
+autograd, autocast and the ADInplaceOrView key have done their work on the NPU tensors) comes to
+one boxed fallback, ``_kernel``: it checks devices as a device does (a non-scalar tensor of another
+device is an error), runs the same operator on the backing data, so the numbers are the backing
+device's bit for bit, and gives the outputs NPU identity again (in-place and ``out=`` results are the
+NPU tensors passed in; a view shares its base's NPU storage).
+
+Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
+operator's arguments it would cast, and to what, once per operator and argument dtypes (it runs the
+operator on the backing data under the backing's autocast in a mode that stops at the first
+computation), then casts the NPU arguments alike, so the casts are those of the backing's lists.
+
+This module decides nothing about what counts as a CUDA use (strict.py) and builds no torch_npu
+namespace (npu_api.py).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+NPU = "npu"
+_META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+_SET = torch.ops.aten.set_.source_Storage_storage_offset
+_AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1
+aten = torch.ops.aten
+
+# operators whose arguments may mix an NPU tensor with a host tensor, as on a device
+_MIXING = {aten._copy_from.default, aten._copy_from_and_resize.default, aten.copy_.default,
+           aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default,
+           aten.set_.source_Storage, aten.set_.source_Storage_storage_offset, aten.set_.source_Tensor}
+_COPIES = {aten._copy_from.default, aten._copy_from_and_resize.default}
+
+
+class _State:
+    backing: torch.device = torch.device("cpu")
+    index = 0  # the NPU selected (torch_npu.npu.set_device), for tensors made without an index
+    counts: dict = {}
+
+
+def _wrap(data: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+    """An NPU tensor whose data is ``data``: it shares ``like``'s NPU storage when given (a view or
+    the same data), else it gets an NPU storage of its own that stands for ``data``'s storage."""
+    out = torch._C._acc.create_empty_tensor([0], data.dtype)
+    if like is not None:
+        storage = like.untyped_storage()
+    else:
+        storage = out.untyped_storage()
+        storage._emu = data.untyped_storage()
+    _SET.redispatch(_META, out, storage, data.storage_offset(), data.size(), data.stride())
+    return out
+
+
+def data_of(tensor: torch.Tensor) -> torch.Tensor:
+    """The backing data of an NPU tensor: its NPU storage's backing storage, with its metadata (so a
+    detached or shallow copy made in C++, which shares the NPU storage, has the same data)."""
+    try:
+        storage = tensor.untyped_storage()._emu
+    except AttributeError:
+        raise RuntimeError(f"an npu tensor without data (made outside the emulator): {tuple(tensor.shape)}") from None
+    return torch.empty(0, dtype=tensor.dtype, device=storage.device).set_(
+        storage, tensor.storage_offset(), tensor.size(), tensor.stride())
+
+
+def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
+    """After an in-place change of the data's shape or storage (resize_, t_, ...), the NPU tensor follows."""
+    storage = npu.untyped_storage()
+    if data.untyped_storage()._cdata != storage._emu._cdata:
+        storage._emu = data.untyped_storage()
+    if npu.size() != data.size() or npu.stride() != data.stride() or npu.storage_offset() != data.storage_offset():
+        _SET.redispatch(_META, npu, storage, data.storage_offset(), data.size(), data.stride())
+
+
+def _device_error(op, other: torch.Tensor) -> RuntimeError:
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                        f"npu:{_State.index} and {other.device}! (when checking argument for {op.__name__})")
+
+
+def _unwrap(op, value, found: list):
+    if isinstance(value, torch.Tensor):
+        if value.device.type == NPU:
+            data = data_of(value)
+            found.append(value)
+            _DATA[id(value)] = data
+            return data
+        if value.dim() > 0 and op not in _MIXING:
+            found.append(value)
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(op, v, found) for v in value)
+    if isinstance(value, torch.device) and value.type == NPU:
+        return _State.backing
+    return value
+
+
+_DATA: dict = {}  # during one _kernel call: id(NPU tensor) -> its data
+
+
+def _kernel(op, *args, **kwargs):
+    """Every aten operator on NPU tensors, or making one: the same operator on the backing data."""
+    _DATA.clear()
+    found: list = []
+    new_args = [_unwrap(op, a, found) for a in args]
+    new_kwargs = {k: _unwrap(op, v, found) for k, v in kwargs.items()}
+    hosts = [t for t in found if t.device.type != NPU]
+    if hosts and any(t.device.type == NPU for t in found):
+        raise _device_error(op, hosts[0])
+    if op in _COPIES:  # (src, dst): dst is an NPU tensor; its data takes src's values
+        source, dst = new_args[0], args[1]
+        target = new_args[1]
+        if op is aten._copy_from_and_resize.default:
+            target.resize_(source.shape)
+            if target is not dst:
+                _sync(dst, target)
+        target.copy_(source, *new_args[2:3])
+        return dst
+    out = _callable(op, new_args)(*new_args, **new_kwargs)
+    return _rewrap(op, args, kwargs, out)
+
+
+@functools.lru_cache(maxsize=None)
+def _tensor_slots(op) -> tuple:
+    return tuple(i for i, a in enumerate(op._schema.arguments) if not a.kwarg_only and str(a.type) == "Tensor")
+
+
+def _callable(op, args):
+    """``op``, or its overload packet when a number stands where it takes a tensor: a boxed kernel
+    receives the number torch wrapped (``x.add_(1)``), and the packet finds the Scalar overload, which
+    computes as the wrapped number did."""
+    for i in _tensor_slots(op):
+        if i < len(args) and isinstance(args[i], (int, float, complex)):
+            return op.overloadpacket
+    return op
+
+
+@functools.lru_cache(maxsize=None)
+def _aliasing(op) -> tuple:
+    """For each return of ``op``: ("write", argument index or name) when it is an argument written in
+    place, ("view", argument index) when it is a view of one, or None."""
+    schema = op._schema
+    positions = {a.name: i for i, a in enumerate(schema.arguments) if not a.kwarg_only}
+    found = []
+    for ret in schema.returns:
+        info = ret.alias_info
+        which = None
+        if info is not None:
+            for arg in schema.arguments:
+                if arg.alias_info is not None and set(arg.alias_info.before_set) & set(info.before_set):
+                    where = positions.get(arg.name, arg.name)
+                    which = ("write" if info.is_write else "view", where)
+                    break
+        found.append(which)
+    return tuple(found)
+
+
+def _argument(args, kwargs, where):
+    if isinstance(where, int):
+        return args[where] if where < len(args) else None
+    return kwargs.get(where)
+
+
+def _rewrap(op, args, kwargs, out):
+    """The outputs of ``op`` run on the backing data, as NPU tensors."""
+    aliasing = _aliasing(op)
+    if not aliasing:
+        return out
+    if kwargs.get("device") is not None and torch.device(kwargs["device"]).type != NPU:
+        return out  # a copy to another device (_to_copy(npu_tensor, device="cpu"))
+    if len(aliasing) == 1:
+        return _rewrap_one(out, aliasing[0], args, kwargs)
+    return type(out)(_rewrap_one(v, a, args, kwargs) for v, a in zip(out, aliasing))
+
+
+def _rewrap_one(value, alias, args, kwargs):
+    source = _argument(args, kwargs, alias[1]) if alias is not None else None
+    if isinstance(value, list):  # a Tensor[] return (split, unbind, _foreach_add, ...)
+        if isinstance(source, torch.Tensor):  # views of one tensor
+            return [_rewrap_one(v, alias, args, kwargs) for v in value]
+        return [_wrap(v) if isinstance(v, torch.Tensor) else v for v in value]
+    if not isinstance(value, torch.Tensor):
+        return value
+    if not isinstance(source, torch.Tensor):
+        return _wrap(value)
+    if source.device.type != NPU:
+        return source if alias[0] == "write" else value
+    if alias[0] == "write":
+        _sync(source, _DATA[id(source)])
+        return source
+    return _wrap(value, like=source)
+
+
+class _AutocastProbe(TorchDispatchMode):
+    """Records which tensors the backing's autocast casts to which dtype, and stops at the first
+    operator that is not a cast (no computation is done)."""
+
+    class Stop(Exception):
+        pass
+
+    def __init__(self, inputs):
+        super().__init__()
+        self.inputs = {id(t): i for i, t in enumerate(inputs)}
+        self.casts: dict = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is aten._to_copy.default and id(args[0]) in self.inputs and "dtype" in kwargs:
+            self.casts[self.inputs[id(args[0])]] = kwargs["dtype"]
+            return torch.empty_like(args[0], dtype=kwargs["dtype"])
+        raise self.Stop
+
+
+_POLICIES: dict = {}
+
+
+def _autocast_kernel(op, *args, **kwargs):
+    args, kwargs = _autocast_casts(op, args, kwargs)
+    with _NO_AUTOCAST():
+        return _callable(op, args)(*args, **kwargs)
+
+
+def _autocast_casts(op, args, kwargs):
+    """``op``'s arguments with the casts the backing's autocast makes for it."""
+    tensors: list = []
+
+    def collect(value):
+        if isinstance(value, torch.Tensor) and value.device.type == NPU and value.is_floating_point():
+            tensors.append(value)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                collect(v)
+
+    for value in (*args, *kwargs.values()):
+        collect(value)
+    if not tensors:
+        return args, kwargs
+    key = (op, tuple(t.dtype for t in tensors))
+    policy = _POLICIES.get(key)
+    if policy is None:
+        policy = _POLICIES[key] = _probe(op, args, kwargs, tensors)
+    if not policy:
+        return args, kwargs
+    cast = {id(t): policy[i] for i, t in enumerate(tensors) if i in policy}
+
+    def convert(value):
+        if isinstance(value, torch.Tensor) and id(value) in cast:
+            return value.to(cast[id(value)])
+        if isinstance(value, (list, tuple)):
+            return type(value)(convert(v) for v in value)
+        return value
+
+    with _NO_AUTOCAST():
+        return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
+
+
+_FLASH = 1  # sdp::SDPBackend::flash_attention
+
+
+def _attention(sdpa):
+    """F.scaled_dot_product_attention on NPU tensors as on the backing: torch's composite picks its
+    kernel by device type, and for a device it does not know it takes the math kernel, not the CPU's
+    flash kernel, and the numbers differ. The backing's choice is asked, on the backing data."""
+    @functools.wraps(sdpa)
+    def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if not (isinstance(query, torch.Tensor) and query.device.type == NPU and _State.backing.type == "cpu"):
+            return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        args = (query, key, value, attn_mask, dropout_p, is_causal)
+        kwargs = {"scale": scale, "enable_gqa": enable_gqa}
+        if torch.is_autocast_enabled(NPU):
+            args, kwargs = _autocast_casts(aten.scaled_dot_product_attention.default, args, kwargs)
+        query, key, value, attn_mask = args[:4]
+        with _NO_AUTOCAST():
+            data = [data_of(t) if isinstance(t, torch.Tensor) else t for t in (query, key, value, attn_mask)]
+            choice = aten._fused_sdp_choice.default(*data, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+            if choice != _FLASH:
+                return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+            if attn_mask is not None and attn_mask.dtype == torch.bool:  # as torch's composite converts it
+                attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(~attn_mask, float("-inf"))
+            return aten._scaled_dot_product_flash_attention_for_cpu.default(
+                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    return attention
+
+
+def _NO_AUTOCAST():  # noqa: N802 - a context manager
+    return torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_AUTOCAST_KEY))
+
+
+def _probe(op, args, kwargs, tensors) -> dict:
+    """Run ``op`` on the backing data under the backing's autocast, recording the casts only."""
+    datas = {id(t): data_of(t) for t in tensors}
+    order = [datas[id(t)] for t in tensors]
+
+    def swap(value):
+        if isinstance(value, torch.Tensor) and value.device.type == NPU:
+            return datas.get(id(value)) if id(value) in datas else data_of(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(swap(v) for v in value)
+        if isinstance(value, torch.device) and value.type == NPU:
+            return _State.backing
+        return value
+
+    probe = _AutocastProbe(order)
+    dtype = torch.get_autocast_dtype(NPU)
+    args, kwargs = [swap(a) for a in args], {k: swap(v) for k, v in kwargs.items()}
+    with torch.autocast(_State.backing.type, dtype=dtype), probe:
+        try:
+            _callable(op, args)(*args, **kwargs)
+        except _AutocastProbe.Stop:
+            pass
+    return probe.casts
+
+
+_LIBRARIES: list = []
+
+
+# shallow copies made in C++ share the NPU storage, and so the data: they keep torch's own kernel
+# (nn.Parameter's _make_subclass needs a detached tensor no Python object was made for)
+_METADATA_ONLY = {"aten::detach", "aten::alias", "aten::lift_fresh"}
+
+
+def _as_the_backing_does(backing_key: str):
+    """Every operator with a kernel of its own for the backing (CPU or CUDA) gets ``_kernel`` as its
+    NPU kernel too, so the NPU runs what the backing runs and not a generic decomposition of it (whose
+    numbers could differ, or which refuses devices it does not know: convolution_overrideable)."""
+    library = torch.library.Library("aten", "IMPL")
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    keys = (backing_key, "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::") or not any(has_kernel(qualified, key) for key in keys):
+            continue
+        if qualified in _METADATA_ONLY:
+            continue
+        name, _, overload = qualified[len("aten::"):].partition(".")
+        try:
+            op = getattr(getattr(aten, name), overload or "default")
+        except AttributeError:
+            continue
+        library.impl(op, functools.partial(_kernel, op), "PrivateUse1")
+    return library
+
+
+def install(backing_device: torch.device) -> None:
+    """Make "npu" (PrivateUse1, already renamed) a Python backend computing on ``backing_device``:
+    the steps of torch.utils.backend_registration._setup_privateuseone_for_python_backend but the
+    device module, which runtime.py registers (torch_npu.npu). Call once, on ``import torch_npu``."""
+    from torch.utils import backend_registration
+
+    _State.backing = backing_device
+    torch.utils.generate_methods_for_privateuse1_backend()
+    torch._C._acc.register_python_privateuseone_hook(backend_registration._DummyPrivateUse1Hook())
+    torch._C._acc.register_python_privateuseone_device_guard(backend_registration._DummyDeviceGuard())
+    library = torch.library.Library("_", "IMPL")
+    library.fallback(_kernel, "PrivateUse1")
+    library.fallback(_autocast_kernel, "AutocastPrivateUse1")
+    _LIBRARIES.append(library)
+    _LIBRARIES.append(_as_the_backing_does(backing_device.type.upper()))
+
+    has_storage = torch._C._has_storage
+    # torch.save writes an NPU tensor as its host copy, rebuilt on the NPU (an allowed global of
+    # torch.load(weights_only=True)), as for devices whose tensors have no host storage
+    torch._C._has_storage = lambda t: False if t.device.type == NPU else has_storage(t)
+    numpy = torch.Tensor.numpy
+
+    @functools.wraps(numpy)
+    def npu_numpy(self, *args, **kwargs):
+        if self.device.type == NPU:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
+                            "copy the tensor to host memory first.")
+        return numpy(self, *args, **kwargs)
+
+    torch.Tensor.numpy = npu_numpy
+    torch.load = _load_onto_npu(torch.load)
+    torch.nn.functional.scaled_dot_product_attention = _attention(torch.nn.functional.scaled_dot_product_attention)
+    # amp's default dtype on the NPU is the backing's (bfloat16 on the CPU), as without --device-identity
+    torch.set_autocast_dtype(NPU, torch.get_autocast_dtype(backing_device.type))
+
+
+def _npu(location) -> torch.device | None:
+    """The NPU a map_location names (a device, a string, or a dict's values), or None."""
+    if isinstance(location, dict):
+        found = [_npu(v) for v in location.values()]
+        return next((d for d in found if d is not None), None)
+    if isinstance(location, (str, torch.device)) and str(location).startswith(NPU):
+        return torch.device(location)
+    return None
+
+
+def _onto(value, device: torch.device):
+    if isinstance(value, torch.nn.Parameter):
+        return torch.nn.Parameter(value.to(device), value.requires_grad)
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return value.to(device)
+    if isinstance(value, dict):
+        moved = {k: _onto(v, device) for k, v in value.items()}
+        if type(value) is dict:
+            return moved
+        copy = value.copy()
+        copy.update(moved)
+        return copy
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(_onto(v, device) for v in value)
+    return value
+
+
+def _load_onto_npu(load):
+    """torch.load(..., map_location=npu): loaded on the backing device, then moved to the NPU (an NPU
+    storage holds no bytes to load into)."""
+    @functools.wraps(load)
+    def load_then_move(f, map_location=None, *args, **kwargs):
+        target = _npu(map_location)
+        if target is None:
+            return load(f, map_location, *args, **kwargs)
+        if isinstance(map_location, dict):
+            map_location = {k: str(_State.backing) if _npu(v) else v for k, v in map_location.items()}
+        else:
+            map_location = _State.backing
+        return _onto(load(f, map_location, *args, **kwargs), target)
+    return load_then_move
