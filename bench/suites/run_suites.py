@@ -4,13 +4,14 @@
 
 DIR holds a clone or bare mirror of each repository of manifest.json as DIR/<owner>+<name> (or
 DIR/<owner>+<name>/repo, the layout of the session's mirrors). For each project: the pinned commit's
-"paths" are exported (bench/corpus.py's exporter) into a temporary folder; its tests run there with
-this Python (`python -m pytest`, per-test results from JUnit XML); the folder is converted
-(`transplant -i ... -o ...`); the converted copy's tests run under `transplant emulate -m pytest`. Printed per project: the counts before and after, and every test that
-passed before and did not after, with the reason when manifest.json's "differences" names one, and
-the outcomes of the tests only the conversion ran (skipped on the CPU original, or an NPU entry in a
-test device list). The exit status is 1 when such a test has no documented reason. Nothing is downloaded: the
-projects' own requirements ("requires") must be importable here.
+"paths" are exported (bench/corpus.py's exporter) into a temporary folder; its tests run there with this
+Python (`python -m pytest`, per-test results from JUnit XML); the folder is converted (`transplant -i
+... -o ...`); the converted copy's tests run under `transplant emulate -m pytest`. Printed per project:
+the counts before and after, and every test that passed before and did not after, with the reason when
+manifest.json's "differences" names one, and the outcomes of the tests only the conversion ran (skipped
+on the CPU original, or an NPU entry in a test device list). The exit status is 1 when such a test has
+no documented reason. Nothing is downloaded: the projects' own requirements ("requires") must be
+importable here.
 """
 
 from __future__ import annotations

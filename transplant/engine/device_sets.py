@@ -1,14 +1,15 @@
 """Collections of device strings are converted whole or not at all (issue 18, pattern 7).
 
 Owns, before the traversal, the families of a file's device collections: a name assigned a list,
-tuple or set literal of device strings (``devices = ["cpu", "cuda:0"]``), what is added to it
+tuple or set literal of device strings (``devices = ["cpu", "cuda:0"]``, or ``["cpu"]`` that a
+``devices.append("cuda")`` makes a CUDA one), what is added to it
 (``devices.append(f"cuda:{n}")``, ``.add``, ``.insert``, ``.extend``, ``+=``) and the collection
 literals it is compared with (``devices == ["cpu", "cuda:0"]``). A family that names NPU already
 is kept as it is, all of it (its appended ``f"cuda:{n}"`` too); any other family has every CUDA
 device string of it converted, also plain ones such as ``"cuda:0"`` that are not devices by
 their place. Converting only the computed ones would make ``str(x.device) in devices`` fail.
 
-Runs only when the file's bytes assign a collection literal holding a CUDA string.
+Runs only when the file's bytes assign a collection literal holding a CUDA, NPU or CPU string.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import libcst as cst
 from .cst_util import string_value
 from .literals import is_cuda_device, is_device_template
 
-# `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU) one, assigned
-GATE = re.compile(rb"""=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu)""")
+# `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU, or CPU: the
+# list CUDA is appended to when there is a GPU) one, assigned
+GATE = re.compile(rb"""=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu|cpu)""")
 DEVICE_WORDS = re.compile(r"^(cpu|cuda|npu|mps|xpu|meta|hpu|xla)(:\d+)?$")
 MUTATORS = frozenset({"append", "add", "insert", "extend"})
 
@@ -65,7 +67,7 @@ class _Families(cst.CSTVisitor):
 
     def _assigned(self, name: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         elements = _elements(value) if value is not None else None
-        if isinstance(name, cst.Name) and elements is not None and any(is_cuda_device(e) or _npu(e) for e in elements):
+        if isinstance(name, cst.Name) and elements is not None:  # a family when CUDA or NPU is in it or added
             self.literals.setdefault(name.value, []).extend(elements)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -108,6 +110,8 @@ def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]
     keep: set[int] = set()
     for name, strings in finder.literals.items():
         family = strings + finder.added.get(name, [])
+        if not any(is_cuda_device(s) or _npu(s) for s in family):
+            continue  # ["cpu"] and nothing CUDA added: nothing to convert
         if any(_npu(s) for s in family):
             keep |= {id(s) for s in family}
         else:
