@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.argv = [str(args.script), *args.args]
         status = _run(lambda: runpy.run_path(str(args.script.resolve()), run_name="__main__"), checker)
-    if not args.quiet:
-        from . import summary
+    if not args.quiet and status == 0 and not (checker is not None and checker.uses):
+        from . import summary  # after a run that went well: a failure's own message stays the last line
 
         summary.report()
     if checker is not None and checker.uses:
