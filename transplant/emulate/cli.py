@@ -166,9 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.argv = [str(args.script), *args.args]
         status = _run(lambda: runpy.run_path(str(args.script.resolve()), run_name="__main__"), checker)
-    failed = _ENDED_BY_ERROR[0] or (checker is not None and bool(checker.uses))
-    if not args.quiet and not failed:  # a run that failed ends with its error, not a summary
-        from . import summary
+    if not args.quiet and status == 0 and not (checker is not None and checker.uses):
+        from . import summary  # after a run that went well: a failure's own message stays the last line
 
         summary.report()
     if checker is not None and checker.uses:
@@ -176,9 +175,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"transplant emulate: error: {use}", file=sys.stderr)
         return 1
     return status
-
-
-_ENDED_BY_ERROR = [False]  # set by _run when the program ended in an exception (emulate's refusal or its own)
 
 
 def _ours(filename: str) -> bool:
@@ -195,16 +191,13 @@ def _run(program, checker) -> int:
         print(exc.code, file=sys.stderr)
         return 1
     except EmulationError as exc:
-        _ENDED_BY_ERROR[0] = True
         if checker is None or str(exc) not in checker.uses:  # recorded uses are listed by main()
             print(f"transplant emulate: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        _ENDED_BY_ERROR[0] = True
         print("transplant emulate: interrupted", file=sys.stderr)
         return 130
     except BaseException as exc:  # the program's own failure: its traceback, as `python SCRIPT` shows it
-        _ENDED_BY_ERROR[0] = True
         tb = exc.__traceback__
         while tb is not None and _ours(tb.tb_frame.f_code.co_filename) and tb.tb_next is not None:
             tb = tb.tb_next  # leave out this module's and runpy's frames

@@ -3,16 +3,18 @@
 How: PyTorch's Python backend for PrivateUse1 (``torch.utils.backend_registration.
 _setup_privateuseone_for_python_backend``: a device guard and hooks written in Python), with "npu" as
 its name. An NPU tensor is a plain ``torch.Tensor`` whose device is ``npu:i``; its metadata (sizes,
-strides, storage offset) is set to that of its data, a tensor on the backing device kept in the
-attribute ``_emu`` (the metadata is set by running ``aten::set_`` with the Meta kernel, which sizes a
-storage without allocating it). Every aten operator that reaches the PrivateUse1 key (after
+strides, storage offset) is that of its data; its storage holds no bytes and keeps, in the attribute
+``_emu``, the backing storage it stands for (so shallow copies made in C++, which share the storage,
+share the data); the metadata is set by running ``aten::set_`` with the Meta kernel, which sizes a
+storage without allocating it. Every aten operator that reaches the PrivateUse1 key (after
 autograd, autocast and the ADInplaceOrView key have done their work on the NPU tensors) comes to
 one boxed fallback, ``_kernel``: it checks devices as a device does (a non-scalar tensor of another
 device is an error), runs the same operator on the backing data, so the numbers are the backing
 device's bit for bit, and gives the outputs NPU identity again (in-place and ``out=`` results are the
 NPU tensors passed in; a view shares its base's NPU storage).
 
-Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
+Composite operators that pick their kernel by device type (scaled_dot_product_attention) are given
+the backing's choice. Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
 operator's arguments it would cast, and to what, once per operator and argument dtypes (it runs the
 operator on the backing data under the backing's autocast in a mode that stops at the first
 computation), then casts the NPU arguments alike, so the casts are those of the backing's lists.
@@ -43,8 +45,6 @@ _COPIES = {aten._copy_from.default, aten._copy_from_and_resize.default}
 
 class _State:
     backing: torch.device = torch.device("cpu")
-    index = 0  # the NPU selected (torch_npu.npu.set_device), for tensors made without an index
-    counts: dict = {}
 
 
 def _wrap(data: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
@@ -82,35 +82,32 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
 
 def _device_error(op, other: torch.Tensor) -> RuntimeError:
     return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                        f"npu:{_State.index} and {other.device}! (when checking argument for {op.__name__})")
+                        f"npu:0 and {other.device}! (when checking argument for {op.__name__})")
 
 
-def _unwrap(op, value, found: list):
+def _unwrap(op, value, found: list, datas: dict):
     if isinstance(value, torch.Tensor):
         if value.device.type == NPU:
             data = data_of(value)
             found.append(value)
-            _DATA[id(value)] = data
+            datas[id(value)] = data
             return data
         if value.dim() > 0 and op not in _MIXING:
             found.append(value)
         return value
     if isinstance(value, (list, tuple)):
-        return type(value)(_unwrap(op, v, found) for v in value)
+        return type(value)(_unwrap(op, v, found, datas) for v in value)
     if isinstance(value, torch.device) and value.type == NPU:
         return _State.backing
     return value
 
 
-_DATA: dict = {}  # during one _kernel call: id(NPU tensor) -> its data
-
-
 def _kernel(op, *args, **kwargs):
     """Every aten operator on NPU tensors, or making one: the same operator on the backing data."""
-    _DATA.clear()
     found: list = []
-    new_args = [_unwrap(op, a, found) for a in args]
-    new_kwargs = {k: _unwrap(op, v, found) for k, v in kwargs.items()}
+    datas: dict = {}  # id(NPU tensor) -> its data
+    new_args = [_unwrap(op, a, found, datas) for a in args]
+    new_kwargs = {k: _unwrap(op, v, found, datas) for k, v in kwargs.items()}
     hosts = [t for t in found if t.device.type != NPU]
     if hosts and any(t.device.type == NPU for t in found):
         raise _device_error(op, hosts[0])
@@ -124,7 +121,7 @@ def _kernel(op, *args, **kwargs):
         target.copy_(source, *new_args[2:3])
         return dst
     out = _callable(op, new_args)(*new_args, **new_kwargs)
-    return _rewrap(op, args, kwargs, out)
+    return _rewrap(op, args, kwargs, out, datas)
 
 
 @functools.lru_cache(maxsize=None)
@@ -168,7 +165,7 @@ def _argument(args, kwargs, where):
     return kwargs.get(where)
 
 
-def _rewrap(op, args, kwargs, out):
+def _rewrap(op, args, kwargs, out, datas):
     """The outputs of ``op`` run on the backing data, as NPU tensors."""
     aliasing = _aliasing(op)
     if not aliasing:
@@ -176,15 +173,15 @@ def _rewrap(op, args, kwargs, out):
     if kwargs.get("device") is not None and torch.device(kwargs["device"]).type != NPU:
         return out  # a copy to another device (_to_copy(npu_tensor, device="cpu"))
     if len(aliasing) == 1:
-        return _rewrap_one(out, aliasing[0], args, kwargs)
-    return type(out)(_rewrap_one(v, a, args, kwargs) for v, a in zip(out, aliasing))
+        return _rewrap_one(out, aliasing[0], args, kwargs, datas)
+    return type(out)(_rewrap_one(v, a, args, kwargs, datas) for v, a in zip(out, aliasing))
 
 
-def _rewrap_one(value, alias, args, kwargs):
+def _rewrap_one(value, alias, args, kwargs, datas):
     source = _argument(args, kwargs, alias[1]) if alias is not None else None
     if isinstance(value, list):  # a Tensor[] return (split, unbind, _foreach_add, ...)
         if isinstance(source, torch.Tensor):  # views of one tensor
-            return [_rewrap_one(v, alias, args, kwargs) for v in value]
+            return [_rewrap_one(v, alias, args, kwargs, datas) for v in value]
         return [_wrap(v) if isinstance(v, torch.Tensor) else v for v in value]
     if not isinstance(value, torch.Tensor):
         return value
@@ -193,7 +190,7 @@ def _rewrap_one(value, alias, args, kwargs):
     if source.device.type != NPU:
         return source if alias[0] == "write" else value
     if alias[0] == "write":
-        _sync(source, _DATA[id(source)])
+        _sync(source, datas[id(source)])
         return source
     return _wrap(value, like=source)
 
