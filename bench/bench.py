@@ -71,7 +71,7 @@ def _tree_rss(root_pid: int) -> int:
         try:
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 stat = fh.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
+            fields = stat[stat.rindex(b")") + 2 :].split()
             pid = int(entry)
             parents[pid] = int(fields[1])
             rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
@@ -129,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     import libcst  # noqa: F401  (the floor does not pay for importing libcst)
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, best of {args.repeat}")
-    print(f"{'files':>6} {'lines':>8} {'jobs':>4} {'floor s':>8} {'wall s':>7} {'files/s':>8} {'lines/s':>9} "
-          f"{'tree RSS MB':>11} {'max proc MB':>11} {'x floor':>7} {'floor CPU s':>11} {'CPU s':>6}")
+    print(
+        f"{'files':>6} {'lines':>8} {'jobs':>4} {'floor s':>8} {'wall s':>7} {'files/s':>8} {'lines/s':>9} "
+        f"{'tree RSS MB':>11} {'max proc MB':>11} {'x floor':>7} {'floor CPU s':>11} {'CPU s':>6}"
+    )
     per_file: dict[int, dict[int, float]] = {}
     for n in args.files:
         repo = args.out / f"repo{n}_s{args.seed}" / "project"
@@ -157,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             single = max(r[2] for r in results[j])
             cpu = min(r[3] for r in results[j])
             per_file.setdefault(j, {})[n] = wall / files
-            print(f"{files:>6} {lines:>8} {j:>4} {best_floor:>8.2f} {wall:>7.2f} {files / wall:>8.0f} {lines / wall:>9.0f} "
-                  f"{tree / 2**20:>11.0f} {single / 2**20:>11.0f} {wall / best_floor:>7.2f} {floor_cpu:>11.2f} {cpu:>6.2f}")
+            print(
+                f"{files:>6} {lines:>8} {j:>4} {best_floor:>8.2f} {wall:>7.2f} {files / wall:>8.0f} {lines / wall:>9.0f} "
+                f"{tree / 2**20:>11.0f} {single / 2**20:>11.0f} {wall / best_floor:>7.2f} {floor_cpu:>11.2f} {cpu:>6.2f}"
+            )
     for j, by_size in per_file.items():
         sizes = sorted(by_size)
         if len(sizes) >= 2:

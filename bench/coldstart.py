@@ -118,17 +118,23 @@ def main() -> None:
                 if done.returncode not in (0, 1):
                     sys.exit(f"{name} failed: {done.stderr.decode(errors='replace').strip()}")
     floor = statistics.median(times["python -c 'import libcst'"])
-    print(f"{'command':32s} {'median':>8s} {'fastest':>8s} {'over libcst':>12s} {'cpu':>8s}   ({args.runs} runs, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})")
+    print(
+        f"{'command':32s} {'median':>8s} {'fastest':>8s} {'over libcst':>12s} {'cpu':>8s}   ({args.runs} runs, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})"
+    )
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:32s} {median * 1000:6.0f}ms {min(values) * 1000:6.0f}ms {(median - floor) * 1000:+10.0f}ms "
-              f"{statistics.median(cpu[name]) * 1000:6.0f}ms")
+        print(
+            f"{name:32s} {median * 1000:6.0f}ms {min(values) * 1000:6.0f}ms {(median - floor) * 1000:+10.0f}ms "
+            f"{statistics.median(cpu[name]) * 1000:6.0f}ms"
+        )
     if args.markdown:
         print("\n| command | wall, median | wall, fastest | CPU, median |\n|---|---|---|---|")
         for name, values in times.items():
-            print(f"| {name.strip()} | {statistics.median(values) * 1000:.0f} ms | {min(values) * 1000:.0f} ms | "
-                  f"{statistics.median(cpu[name]) * 1000:.0f} ms |")
+            print(
+                f"| {name.strip()} | {statistics.median(values) * 1000:.0f} ms | {min(values) * 1000:.0f} ms | "
+                f"{statistics.median(cpu[name]) * 1000:.0f} ms |"
+            )
 
 
 if __name__ == "__main__":

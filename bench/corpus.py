@@ -46,8 +46,11 @@ def export(gdir: Path, commit: str, dest: Path, paths: list[str] | None = None) 
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    listing = subprocess.run(["git", "--git-dir", str(gdir), "ls-tree", "-r", "-z", commit, "--", *(paths or [])],
-                             check=True, capture_output=True).stdout
+    listing = subprocess.run(
+        ["git", "--git-dir", str(gdir), "ls-tree", "-r", "-z", commit, "--", *(paths or [])],
+        check=True,
+        capture_output=True,
+    ).stdout
     entries = []
     for item in listing.split(b"\0"):
         if not item:
@@ -56,8 +59,12 @@ def export(gdir: Path, commit: str, dest: Path, paths: list[str] | None = None) 
         mode, kind, sha = meta.split()
         if kind == b"blob":
             entries.append((mode, sha, raw_path.decode("utf-8", "surrogateescape")))
-    batch = subprocess.run(["git", "--git-dir", str(gdir), "cat-file", "--batch"], check=True,
-                           input=b"".join(sha + b"\n" for _, sha, _ in entries), capture_output=True).stdout
+    batch = subprocess.run(
+        ["git", "--git-dir", str(gdir), "cat-file", "--batch"],
+        check=True,
+        input=b"".join(sha + b"\n" for _, sha, _ in entries),
+        capture_output=True,
+    ).stdout
     skipped, pos = 0, 0
     for mode, _sha, path in entries:
         end = batch.index(b"\n", pos)
@@ -67,7 +74,7 @@ def export(gdir: Path, commit: str, dest: Path, paths: list[str] | None = None) 
             skipped += 1
             continue
         size = int(header[2])
-        data, pos = batch[pos:pos + size], pos + size + 1
+        data, pos = batch[pos : pos + size], pos + size + 1
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
         if mode == b"120000":
@@ -82,8 +89,12 @@ def convert(src: Path, out: Path) -> tuple[float, int]:
     if out.exists():
         shutil.rmtree(out)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "transplant", "-q", "-i", str(src), "-o", str(out), "--force"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "transplant", "-q", "-i", str(src), "-o", str(out), "--force"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
     return time.perf_counter() - start, proc.returncode
@@ -101,9 +112,14 @@ def write_diff(before: dict[str, bytes], after: dict[str, bytes], path: Path) ->
             if old == new:
                 continue
             changed += 1
-            fh.writelines(difflib.unified_diff(old.decode("utf-8", "replace").splitlines(True),
-                                               new.decode("utf-8", "replace").splitlines(True),
-                                               f"a/{name}", f"b/{name}"))
+            fh.writelines(
+                difflib.unified_diff(
+                    old.decode("utf-8", "replace").splitlines(True),
+                    new.decode("utf-8", "replace").splitlines(True),
+                    f"a/{name}",
+                    f"b/{name}",
+                )
+            )
     return changed
 
 
@@ -160,8 +176,10 @@ def main() -> int:
         again = python_files(OUT / "second" / f"{name}_msft_msft") if code2 == 0 else {}
         idempotent = code2 == 0 and all(again.get(k) == v for k, v in after.items())
         status |= 0 if idempotent else 1
-        print(f"{repo:34} {secs:6.2f} {changed:8d} {rows:6d}  {str(idempotent):10} "
-              f"{sheet_levels(result / 'unsupported_op.xlsx')}")
+        print(
+            f"{repo:34} {secs:6.2f} {changed:8d} {rows:6d}  {str(idempotent):10} "
+            f"{sheet_levels(result / 'unsupported_op.xlsx')}"
+        )
     return status
 
 

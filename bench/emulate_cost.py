@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 3.0
 
-WORKLOAD = '''\
+WORKLOAD = """\
 import sys, time
 import torch
 import torch.nn as nn
@@ -68,18 +68,26 @@ while step < steps:
         if step == steps:
             break
 print(f"loop {time.perf_counter() - start:.4f} loss {loss.item()!r}")
-'''
+"""
 
-WAYS = {"cpu": ([], "cpu"), "emulate": (["-m", "transplant.emulate", "-q"], "npu"),
-        "identity": (["-m", "transplant.emulate", "-q", "--device-identity"], "npu")}
+WAYS = {
+    "cpu": ([], "cpu"),
+    "emulate": (["-m", "transplant.emulate", "-q"], "npu"),
+    "identity": (["-m", "transplant.emulate", "-q", "--device-identity"], "npu"),
+}
 
 
 def run(folder: Path, way: str, kind: str, steps: int) -> tuple[float, float, str]:
     prefix, device = WAYS[way]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, *prefix, "workload.py", kind, device, str(steps)], cwd=folder,
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, *prefix, "workload.py", kind, device, str(steps)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     total = time.perf_counter() - start
     match = re.search(r"^loop (\S+) loss (\S+)$", proc.stdout, re.M)
     if proc.returncode != 0 or match is None:
@@ -107,10 +115,14 @@ def main() -> int:
                         best[way] = result
             base = best["cpu"][0]
             losses = {way: best[way][2] for way in WAYS}
-            print(f"{kind} ({args.steps} steps): " + ", ".join(
-                f"{way} {loop:.3f}s (x{loop / base:.2f}; start-up {startup:.1f}s)"
-                for way, (loop, startup, _) in best.items())
-                + ("" if len(set(losses.values())) == 1 else f"; LOSSES DIFFER {losses}"))
+            print(
+                f"{kind} ({args.steps} steps): "
+                + ", ".join(
+                    f"{way} {loop:.3f}s (x{loop / base:.2f}; start-up {startup:.1f}s)"
+                    for way, (loop, startup, _) in best.items()
+                )
+                + ("" if len(set(losses.values())) == 1 else f"; LOSSES DIFFER {losses}")
+            )
             worst = max(worst, *(best[way][0] / base for way in WAYS))
     print(f"worst ratio x{worst:.2f} (target at most x{TARGET:.0f})")
     return 0 if worst <= TARGET else 1

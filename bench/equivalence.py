@@ -79,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
                 if fast != slow:
                     print(f"conversion differs: {path}")
                     bad += 1
-    print(f"{files} files, {converted} converted ({folded} through a skeleton), {bad} differ; "
-          f"conversion {fast_s:.1f} s with skeletons, {whole_s:.1f} s whole")
+    print(
+        f"{files} files, {converted} converted ({folded} through a skeleton), {bad} differ; "
+        f"conversion {fast_s:.1f} s with skeletons, {whole_s:.1f} s whole"
+    )
     return 1 if bad else 0
 
 

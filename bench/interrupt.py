@@ -31,7 +31,8 @@ def write_project(root: Path, files: int, lines: int) -> None:
     root.mkdir()
     functions = max(1, lines // 4)
     body = "import torch\n\n" + "".join(
-        f"def f{i}(x):\n    torch.cuda.synchronize()\n    return x.cuda() + {i}\n\n" for i in range(functions))
+        f"def f{i}(x):\n    torch.cuda.synchronize()\n    return x.cuda() + {i}\n\n" for i in range(functions)
+    )
     for i in range(files):
         (root / f"big{i:03}.py").write_text(body)
 
@@ -48,9 +49,13 @@ def one_try(work: Path, signum: int, jobs: int, after: float) -> tuple[float, in
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "transplant", "-i", str(work / "proj"), "-o", str(out),
-                             "-j", str(jobs), "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "transplant", "-i", str(work / "proj"), "-o", str(out), "-j", str(jobs), "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
     while not (out.exists() and any(out.iterdir())) and proc.poll() is None:
         time.sleep(0.01)
     time.sleep(after)
@@ -87,8 +92,10 @@ def main() -> int:
             for _ in range(args.tries):
                 elapsed, status, left, leftovers = one_try(work, signum, args.jobs, args.after)
                 times.append(elapsed)
-                print(f"  {signum.name}: exited {status} after {elapsed:.3f} s; processes left: "
-                      f"{'yes' if left else 'none'}; output folder: {leftovers or 'empty'}")
+                print(
+                    f"  {signum.name}: exited {status} after {elapsed:.3f} s; processes left: "
+                    f"{'yes' if left else 'none'}; output folder: {leftovers or 'empty'}"
+                )
             print(f"{signum.name}: median {statistics.median(times):.3f} s, worst {max(times):.3f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)

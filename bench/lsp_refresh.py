@@ -66,8 +66,9 @@ async def over_stdio(text: str, repeat: int) -> list[float]:
         path = Path(tmp) / "train.py"
         path.write_text(text)
         uri = path.as_uri()
-        await client.initialize_async(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(),
-                                                           root_uri=Path(tmp).as_uri()))
+        await client.initialize_async(
+            lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=Path(tmp).as_uri())
+        )
         client.initialized(lsp.InitializedParams())
         client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "python", 1, text)))
         await published.get()
@@ -75,10 +76,12 @@ async def over_stdio(text: str, repeat: int) -> list[float]:
         lines = text.count("\n")
         for version in range(2, repeat + 2):
             change = lsp.TextDocumentContentChangePartial(
-                range=lsp.Range(lsp.Position(lines, 0), lsp.Position(lines, 0)), text="#")
+                range=lsp.Range(lsp.Position(lines, 0), lsp.Position(lines, 0)), text="#"
+            )
             start = time.perf_counter()
-            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-                lsp.VersionedTextDocumentIdentifier(version=version, uri=uri), [change]))
+            client.text_document_did_change(
+                lsp.DidChangeTextDocumentParams(lsp.VersionedTextDocumentIdentifier(version=version, uri=uri), [change])
+            )
             arrived, _ = await published.get()
             times.append(arrived - start - DEBOUNCE_SECONDS)
         await client.shutdown_async(None)
@@ -89,8 +92,10 @@ async def over_stdio(text: str, repeat: int) -> list[float]:
 
 def report(name: str, times: list[float]) -> None:
     ms = sorted(t * 1000 for t in times)
-    print(f"{name:12s} median {statistics.median(ms):6.1f} ms   min {ms[0]:6.1f} ms   max {ms[-1]:6.1f} ms"
-          f"   ({len(ms)} refreshes)")
+    print(
+        f"{name:12s} median {statistics.median(ms):6.1f} ms   min {ms[0]:6.1f} ms   max {ms[-1]:6.1f} ms"
+        f"   ({len(ms)} refreshes)"
+    )
 
 
 def main() -> None:

@@ -18,8 +18,28 @@ CUDA_SHARE = 0.15
 TORCH_SHARE = 0.35
 OTHER_SHARE = 0.10  # of all files: not Python
 
-_WORDS = ("data", "batch", "item", "value", "count", "total", "index", "result", "buffer", "record",
-          "config", "state", "token", "frame", "weight", "score", "path", "name", "size", "step")
+_WORDS = (
+    "data",
+    "batch",
+    "item",
+    "value",
+    "count",
+    "total",
+    "index",
+    "result",
+    "buffer",
+    "record",
+    "config",
+    "state",
+    "token",
+    "frame",
+    "weight",
+    "score",
+    "path",
+    "name",
+    "size",
+    "step",
+)
 
 
 def _ident(rng: random.Random) -> str:
@@ -84,8 +104,11 @@ def _plain_class(rng: random.Random, i: int) -> list[str]:
 def _torch_function(rng: random.Random, i: int) -> list[str]:
     a = _ident(rng)
     # an API that torch_npu reports as unsupported: in a few training loops only
-    clip = ("        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)" if rng.random() < 0.03
-            else "        torch.nn.init.zeros_(model.fc2.bias)")
+    clip = (
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+        if rng.random() < 0.03
+        else "        torch.nn.init.zeros_(model.fc2.bias)"
+    )
     width = rng.choice((64, 128, 256, 512))
     return [
         f"class Block{i}(nn.Module):",
@@ -121,14 +144,30 @@ def _torch_function(rng: random.Random, i: int) -> list[str]:
 
 
 _CUDA_SNIPPETS = [
-    ["    if torch.cuda.is_available():", "        torch.cuda.manual_seed_all(seed)", "        torch.cuda.set_device(rank)"],
+    [
+        "    if torch.cuda.is_available():",
+        "        torch.cuda.manual_seed_all(seed)",
+        "        torch.cuda.set_device(rank)",
+    ],
     ["    model = model.cuda()", "    inputs = inputs.to(device)", "    torch.cuda.synchronize()"],
-    ['    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', "    tensor = torch.zeros(4, device=device)"],
+    [
+        '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+        "    tensor = torch.zeros(4, device=device)",
+    ],
     ["    with autocast():", "        out = model(inputs.cuda(non_blocking=True))", "    scaler = GradScaler()"],
     ['    dist.init_process_group("nccl", rank=rank, world_size=world)', '    torch.cuda.set_device(f"cuda:{rank}")'],
-    ["    torch.backends.cudnn.benchmark = True", "    peak = torch.cuda.max_memory_allocated()", "    torch.cuda.empty_cache()"],
+    [
+        "    torch.backends.cudnn.benchmark = True",
+        "    peak = torch.cuda.max_memory_allocated()",
+        "    torch.cuda.empty_cache()",
+    ],
     ['    os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)', '    state = torch.load(path, map_location="cuda:0")'],
-    ["    stream = torch.cuda.Stream()", "    with torch.cuda.stream(stream):", "        out = model(inputs)", "    stream.synchronize()"],
+    [
+        "    stream = torch.cuda.Stream()",
+        "    with torch.cuda.stream(stream):",
+        "        out = model(inputs)",
+        "    stream.synchronize()",
+    ],
 ]
 
 
@@ -175,10 +214,17 @@ def _other_file(rng: random.Random, i: int) -> tuple[str, bytes]:
         return f"requirements_{i}.txt", b"torch>=2.1\nnumpy\ntqdm\n"
     if kind == "sh":
         env = "export CUDA_VISIBLE_DEVICES=0,1\n" if rng.random() < 0.5 else ""
-        return f"run_{i}.sh", f"#!/bin/bash\nset -e\n{env}python3 train.py --epochs {rng.randint(1, 9)} \"$@\"\n".encode()
+        return f"run_{i}.sh", f'#!/bin/bash\nset -e\n{env}python3 train.py --epochs {rng.randint(1, 9)} "$@"\n'.encode()
     if kind == "ipynb":
-        cells: list[dict] = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                  "source": ["import torch\n", "x = torch.ones(3).cuda()\n" if rng.random() < 0.5 else "x = 1\n"]}]
+        cells: list[dict] = [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": ["import torch\n", "x = torch.ones(3).cuda()\n" if rng.random() < 0.5 else "x = 1\n"],
+            }
+        ]
         nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
         return f"demo_{i}.ipynb", json.dumps(nb, indent=1).encode()
     return f"figure_{i}.png", bytes(rng.getrandbits(8) for _ in range(2048))
@@ -191,7 +237,7 @@ def generate(root: Path, files: int, seed: int = 0) -> dict[str, int]:
     counts = {"cuda": 0, "torch": 0, "plain": 0, "other": 0}
     n_other = round(files * OTHER_SHARE)
     n_py = files - n_other
-    flavours = (["cuda"] * round(n_py * CUDA_SHARE) + ["torch"] * round(n_py * TORCH_SHARE))
+    flavours = ["cuda"] * round(n_py * CUDA_SHARE) + ["torch"] * round(n_py * TORCH_SHARE)
     flavours += ["plain"] * (n_py - len(flavours)) + ["other"] * n_other
     rng.shuffle(flavours)
     per_dir = 25

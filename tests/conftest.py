@@ -24,9 +24,13 @@ REPO = TESTS.parent
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-goldens", action="store_true", default=False,
-                     help="write the golden files under tests/fixtures from what the tests produce (tests/goldens.py); "
-                          "also TRANSPLANT_UPDATE_GOLDENS=1")
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="write the golden files under tests/fixtures from what the tests produce (tests/goldens.py); "
+        "also TRANSPLANT_UPDATE_GOLDENS=1",
+    )
 
 
 def pytest_configure(config):
@@ -36,10 +40,12 @@ def pytest_configure(config):
 
 
 @lru_cache(maxsize=None)
-def cached_ruleset(user_rules: tuple[str, ...] = (), specify_device: bool = False, similar: bool = False,
-                   pytorch_version: str = "2.8") -> RuleSet:
-    return load_ruleset([Path(p) for p in user_rules], specify_device=specify_device, similar=similar,
-                        pytorch_version=pytorch_version)
+def cached_ruleset(
+    user_rules: tuple[str, ...] = (), specify_device: bool = False, similar: bool = False, pytorch_version: str = "2.8"
+) -> RuleSet:
+    return load_ruleset(
+        [Path(p) for p in user_rules], specify_device=specify_device, similar=similar, pytorch_version=pytorch_version
+    )
 
 
 @pytest.fixture

@@ -60,8 +60,12 @@ def _runs_command(node: ast.AST) -> str | None:
         text = "".join(v.value if isinstance(v, ast.Constant) else "\0" for v in node.values)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
         return _runs_command(node.left)
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "split")
-          and isinstance(node.func.value, (ast.Constant, ast.JoinedStr))):
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("format", "split")
+        and isinstance(node.func.value, (ast.Constant, ast.JoinedStr))
+    ):
         return _runs_command(node.func.value)
     elif isinstance(node, ast.Call) and node.args:  # shlex.split("...")
         return _runs_command(node.args[0])
@@ -83,8 +87,11 @@ def _library(qualified: str) -> bool:
 
 
 def _cuda_value(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-        DEVICE.match(node.value) is not None or node.value == "nccl")
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (DEVICE.match(node.value) is not None or node.value == "nccl")
+    )
 
 
 def local_names(func: ast.AST) -> set[str]:
@@ -222,4 +229,3 @@ def patched_targets(source: bytes) -> list[str]:
             if q.startswith("torch.cuda.") or q.rsplit(".", 1)[0] in PATCHED_OWNERS:
                 out.append(".".join(parts))
     return sorted(out)
-

@@ -35,11 +35,14 @@ START = "accuracy_debugger.start("
 CLOSE = ["accuracy_debugger.stop()", "accuracy_debugger.step()"]
 
 
-def accuracy(tmp_path: Path, *extra: str, project: Path = PROJECT, main_file: str = "train.py",
-             quiet: bool = True) -> tuple[int, Path]:
+def accuracy(
+    tmp_path: Path, *extra: str, project: Path = PROJECT, main_file: str = "train.py", quiet: bool = True
+) -> tuple[int, Path]:
     out = tmp_path / "out"
-    code = main(["-q"] * quiet + ["-j", "1", "-i", str(project), "-o", str(out), "accuracy", "-m",
-                                  str(project / main_file), *extra])
+    code = main(
+        ["-q"] * quiet
+        + ["-j", "1", "-i", str(project), "-o", str(out), "accuracy", "-m", str(project / main_file), *extra]
+    )
     return code, out
 
 
@@ -72,12 +75,16 @@ def test_the_trees_differ_by_the_conversion_alone(rules):
     original = (PROJECT / "train.py").read_bytes()
 
     def changes(before: bytes, after: bytes) -> list[str]:
-        return [line for line in difflib.ndiff(before.decode().splitlines(), after.decode().splitlines())
-                if line[:1] in "+-"]
+        return [
+            line
+            for line in difflib.ndiff(before.decode().splitlines(), after.decode().splitlines())
+            if line[:1] in "+-"
+        ]
 
     assert changes(bench, msft) == changes(original, convert(original, rules).new)
     assert changes(original, bench) == changes(
-        convert(original, rules).new, msft)  # the instrumentation is the same in both
+        convert(original, rules).new, msft
+    )  # the instrumentation is the same in both
 
 
 def test_the_instrumentation_is_where_the_issue_says():
@@ -91,7 +98,7 @@ def test_the_instrumentation_is_where_the_issue_says():
     # start(model) first and stop()/step() last in the batch loop, not the epoch loop
     loop = lines.index("    for x, y in loader:")
     assert lines[loop + 1].strip().startswith(START + "model)")
-    assert [line.strip() for line in lines[loop + 8:loop + 10]] == CLOSE
+    assert [line.strip() for line in lines[loop + 8 : loop + 10]] == CLOSE
     assert text.count(START) == 1
 
 
@@ -107,11 +114,14 @@ def test_config_holds_the_options(tmp_path):
     assert code == 0 and config["step"] == [] and config["level"] == "L0" and config["task"] == "statistics"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--steps", "x"], "invalid steps"),
-    (["--steps", "-1"], "invalid steps"),
-    (["--level", "kernel"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--steps", "x"], "invalid steps"),
+        (["--steps", "-1"], "invalid steps"),
+        (["--level", "kernel"], "invalid choice"),
+    ],
+)
 def test_bad_options_are_one_line(tmp_path, capsys, args, message):
     code, out = accuracy(tmp_path, *args)
     err = capsys.readouterr().err
@@ -125,8 +135,9 @@ def test_existing_result_needs_force(tmp_path, capsys):
     assert code == 2 and "already exists" in capsys.readouterr().err
     (out / "project_accuracy_bench" / "stale.txt").write_text("old")
     assert accuracy(tmp_path, project=PROJECT)[0] == 2
-    code = main(["-q", "-j", "1", "--force", "-i", str(PROJECT), "-o", str(out), "accuracy", "-m",
-                 str(PROJECT / "train.py")])
+    code = main(
+        ["-q", "-j", "1", "--force", "-i", str(PROJECT), "-o", str(out), "accuracy", "-m", str(PROJECT / "train.py")]
+    )
     assert code == 0 and not (out / "project_accuracy_bench" / "stale.txt").exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging folder left
 
@@ -150,8 +161,9 @@ def test_a_project_file_of_the_same_name_is_kept(tmp_path):
 def test_no_training_loop_writes_comments_and_warns(tmp_path, capsys):
     project = tmp_path / "proj"
     project.mkdir()
-    (project / "infer.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"
-                                      "print(model(torch.ones(2).cuda()))\n")
+    (project / "infer.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nprint(model(torch.ones(2).cuda()))\n"
+    )
     code, out = accuracy(tmp_path, project=project, main_file="infer.py", quiet=False)
     assert code == 0
     captured = capsys.readouterr()
@@ -168,8 +180,8 @@ def test_the_converter_imports_neither_torch_nor_msprobe(tmp_path):
     code = f"""
 import sys
 from transplant.cli import main
-assert main(["-q", "-j", "1", "-i", {str(PROJECT)!r}, "-o", {str(tmp_path / 'o')!r}, "accuracy", "-m",
-             {str(PROJECT / 'train.py')!r}]) == 0
+assert main(["-q", "-j", "1", "-i", {str(PROJECT)!r}, "-o", {str(tmp_path / "o")!r}, "accuracy", "-m",
+             {str(PROJECT / "train.py")!r}]) == 0
 assert main(["compare", "--golden", "nope", "--target", "nope"]) == 2
 bad = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "msprobe", "numpy"))
 assert not bad, bad
@@ -196,8 +208,10 @@ def test_loop_in_the_main_function():
         """)
     text = r.source.decode()
     assert "        for batch in range(4):\n            accuracy_debugger.start(model)" in text
-    assert "            opt.step()\n            accuracy_debugger.stop()\n            accuracy_debugger.step()\nmain()\n" \
-           in text
+    assert (
+        "            opt.step()\n            accuracy_debugger.stop()\n            accuracy_debugger.step()\nmain()\n"
+        in text
+    )
     assert text.count(START) == 1 and r.loops == [6] and not r.warnings
     assert "import os\n" in text  # the set-up needs it and the file had none
 
@@ -220,7 +234,8 @@ def test_trainer_class_with_self_model_and_a_while_loop():
 
 
 def test_step_in_a_called_function_and_another_model_name():
-    r = instrumented("""\
+    r = instrumented(
+        """\
         import torch
         from mymodels import ResNet
         def train_step(net, batch, opt):
@@ -229,7 +244,9 @@ def test_step_in_a_called_function_and_another_model_name():
         net = ResNet()
         for batch in range(5):
             train_step(net, batch, opt)
-        """, target="net")
+        """,
+        target="net",
+    )
     text = r.source.decode()
     assert "for batch in range(5):\n    accuracy_debugger.start(net)" in text
     assert "    train_step(net, batch, opt)\n    accuracy_debugger.stop()\n" in text
@@ -363,10 +380,14 @@ FRAMES = [
 
 
 def test_source_line_of_an_item_and_of_its_backward(tmp_path):
-    unit = write_unit(tmp_path / "proj" / "accuracy_dump" / "step0" / "rank0", {}, {
-        "0": [["Module.fc1.Linear.forward.0"], FRAMES[1:]],
-        "1": [["Functional.linear.0.forward", "Functional.linear.1.forward"], FRAMES],
-    })
+    unit = write_unit(
+        tmp_path / "proj" / "accuracy_dump" / "step0" / "rank0",
+        {},
+        {
+            "0": [["Module.fc1.Linear.forward.0"], FRAMES[1:]],
+            "1": [["Functional.linear.0.forward", "Functional.linear.1.forward"], FRAMES],
+        },
+    )
     line = "/home/u/proj/train.py:21 in forward: return self.fc2(self.drop(x))"
     assert dumps.source_line(unit, "Functional.linear.1.forward.output.0") == line
     assert dumps.source_line(unit, "Functional.linear.1.backward.input.0") == line
@@ -377,11 +398,14 @@ def test_source_line_of_an_item_and_of_its_backward(tmp_path):
 
 def test_first_nan_or_inf_in_execution_order(tmp_path):
     tensor = {"type": "torch.Tensor", "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}
-    unit = write_unit(tmp_path / "u", {
-        "Functional.linear.0.forward": {"input_args": [tensor], "output": [tensor]},
-        "Functional.exp.0.forward": {"input_args": [tensor], "output": [dict(tensor, Max=float("inf"))]},
-        "Functional.log.0.forward": {"input_args": [tensor], "output": [dict(tensor, Mean=float("nan"))]},
-    })
+    unit = write_unit(
+        tmp_path / "u",
+        {
+            "Functional.linear.0.forward": {"input_args": [tensor], "output": [tensor]},
+            "Functional.exp.0.forward": {"input_args": [tensor], "output": [dict(tensor, Max=float("inf"))]},
+            "Functional.log.0.forward": {"input_args": [tensor], "output": [dict(tensor, Mean=float("nan"))]},
+        },
+    )
     assert dumps.first_nan_inf(unit) == ("Functional.exp.0.forward", "output.0", "Max", float("inf"))
     clean = write_unit(tmp_path / "c", {"Functional.linear.0.forward": {"output": [tensor]}})
     assert dumps.first_nan_inf(clean) is None
@@ -414,14 +438,16 @@ def test_compare_usage_errors(tmp_path, capsys, monkeypatch):
 
 needs_probe = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None or importlib.util.find_spec("msprobe") is None,
-    reason="needs PyTorch and mindstudio-probe: .ci/run installs both")
+    reason="needs PyTorch and mindstudio-probe: .ci/run installs both",
+)
 
 
 def run(args: list, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSPLANT_EMULATE")}
     env.update({"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MSPROBE_LOG_LEVEL": "3"})
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def losses(proc: subprocess.CompletedProcess) -> list[str]:
@@ -434,16 +460,48 @@ def losses(proc: subprocess.CompletedProcess) -> list[str]:
 @pytest.mark.slow
 @needs_probe
 def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_path):
-    assert run(["-m", "transplant", "-q", "-j", "1", "-i", PROJECT, "-o", tmp_path, "accuracy", "-m",
-                PROJECT / "train.py"], tmp_path).returncode == 0
+    assert (
+        run(
+            [
+                "-m",
+                "transplant",
+                "-q",
+                "-j",
+                "1",
+                "-i",
+                PROJECT,
+                "-o",
+                tmp_path,
+                "accuracy",
+                "-m",
+                PROJECT / "train.py",
+            ],
+            tmp_path,
+        ).returncode
+        == 0
+    )
     bench, msft = tmp_path / "project_accuracy_bench", tmp_path / "project_msft_accuracy"
     golden = losses(run(["train.py"], bench))
     assert losses(run(["-m", "transplant", "emulate", "--strict", "train.py"], msft)) == golden
     dump = dumps.read_layout(bench / "accuracy_dump")
     assert sorted(dump.units) == [("step0", "proc"), ("step1", "proc")]  # the first two steps, as configured
 
-    same = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
-                msft / "accuracy_dump", "-o", tmp_path / "cmp", "--format", "json"], tmp_path)
+    same = run(
+        [
+            "-m",
+            "transplant",
+            "compare",
+            "--golden",
+            bench / "accuracy_dump",
+            "--target",
+            msft / "accuracy_dump",
+            "-o",
+            tmp_path / "cmp",
+            "--format",
+            "json",
+        ],
+        tmp_path,
+    )
     assert same.returncode == 0, same.stdout + same.stderr
     summary = json.loads(same.stdout)
     assert summary["status"] == "pass" and summary["compared"] > 50
@@ -455,13 +513,29 @@ def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_pa
     script.write_text(script.read_text().replace("F.gelu(self.fc1(x))", 'F.gelu(self.fc1(x), approximate="tanh")'))
     shutil.rmtree(msft / "accuracy_dump")
     losses(run(["-m", "transplant", "emulate", "--strict", "train.py"], msft))
-    differ = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
-                  msft / "accuracy_dump", "-o", tmp_path / "cmp2"], tmp_path)
+    differ = run(
+        [
+            "-m",
+            "transplant",
+            "compare",
+            "--golden",
+            bench / "accuracy_dump",
+            "--target",
+            msft / "accuracy_dump",
+            "-o",
+            tmp_path / "cmp2",
+        ],
+        tmp_path,
+    )
     assert differ.returncode == 1, differ.stdout + differ.stderr
     text = differ.stdout
     assert re.search(r"^transplant compare: \d+ items in 2 step/rank pairs: \d+ pass, [1-9]\d* warning", text, re.M)
-    first = re.search(r"^first item that does not pass \(step0/proc\): (?:Functional|Module|Tensor|Torch)\.\S+: "
-                      r"(warning|error)$", text, re.M)
+    first = re.search(
+        r"^first item that does not pass \(step0/proc\): (?:Functional|Module|Tensor|Torch)\.\S+: "
+        r"(warning|error)$",
+        text,
+        re.M,
+    )
     assert first, text
     assert re.search(r"^  called from: train\.py:\d+ in \w+: ", text, re.M), text
     assert "full tables: " in text

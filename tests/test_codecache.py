@@ -130,6 +130,7 @@ def test_classes_made_inside_the_block_behave_as_dataclasses_make_them(tmp_path,
     monkeypatch.delenv("TRANSPLANT_NO_CACHE", raising=False)
     for _ in range(2):  # the first round compiles and saves, the second runs what was saved
         with compiled_dataclasses():
+
             @dataclasses.dataclass(frozen=True, order=True)
             class Point:
                 x: int
@@ -169,6 +170,7 @@ def test_entries_nothing_makes_any_more_are_dropped_when_they_pile_up(tmp_path, 
     stale = {f"x = {i}\n": compile(f"x = {i}\n", "<string>", "exec") for i in range(codecache.STALE_ALLOWANCE + 10)}
     path.write_bytes(marshal.dumps((sys.version, stale)))
     with compiled_dataclasses():
+
         @dataclasses.dataclass
         class Fresh:
             value: int
@@ -179,6 +181,7 @@ def test_entries_nothing_makes_any_more_are_dropped_when_they_pile_up(tmp_path, 
     few = dict(list(stale.items())[:10])
     path.write_bytes(marshal.dumps((sys.version, few)))
     with compiled_dataclasses():
+
         @dataclasses.dataclass
         class Other:
             name: str

@@ -30,8 +30,13 @@ def markdown_tables(text: str) -> list[str]:
 @pytest.mark.parametrize("which, header", [("main", MAIN_HEADER), ("distributed", DISTRIBUTED_HEADER)])
 def test_the_documented_table_is_exactly_the_generated_one(which, header):
     first = f"| {header[0]} | {header[1]} |\n"
-    found = [(path, table) for path in documents() if path.is_file()
-             for table in markdown_tables(path.read_text(encoding="utf-8")) if table.startswith(first)]
+    found = [
+        (path, table)
+        for path in documents()
+        if path.is_file()
+        for table in markdown_tables(path.read_text(encoding="utf-8"))
+        if table.startswith(first)
+    ]
     assert len(found) == 1, f"the {which} table of codes should be in exactly one document: {found}"
     path, table = found[0]
     if updating() and table != readme_table(which):  # the regenerate switch writes the table in
@@ -39,7 +44,8 @@ def test_the_documented_table_is_exactly_the_generated_one(which, header):
         table = readme_table(which)
     assert table == readme_table(which), (
         f"{path.name}'s {which} table of codes differs from transplant/codes.py; regenerate it with "
-        f"pytest --update-goldens tests/test_codes.py")
+        f"pytest --update-goldens tests/test_codes.py"
+    )
 
 
 def test_every_code_has_one_row_with_what_the_outputs_need():

@@ -38,24 +38,31 @@ def test_summary_is_plain_aligned_text(project, tmp_path, capsys):
         "  files that could not be parsed                     0",
         f"result: {result}",
     ]
-    assert err == "warning: data[1]: symbolic link to /etc/hostname (outside the input) copied as a link, not followed\n"
+    assert (
+        err == "warning: data[1]: symbolic link to /etc/hostname (outside the input) copied as a link, not followed\n"
+    )
 
 
 def test_summary_counts_findings_by_level_and_by_kind(tmp_path, capsys):
     root = tmp_path / "proj"
     root.mkdir()
-    (root / "a.py").write_text("import torch\nimport pycuda.autoinit\ntorch.cuda.nccl.all_reduce([x])\n"
-                               "torch.cuda.nccl.all_reduce([y])\ny = torch.cdist(a, b)\n")
+    (root / "a.py").write_text(
+        "import torch\nimport pycuda.autoinit\ntorch.cuda.nccl.all_reduce([x])\n"
+        "torch.cuda.nccl.all_reduce([y])\ny = torch.cdist(a, b)\n"
+    )
     (root / "b.py").write_text("import pycuda.driver as drv\n")
     assert main(["-j", "1", "-i", str(root), "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "  errors (rewrite by hand; see unsupported_op.xlsx)  4" in out
     assert "  warnings (check or port by hand)                   0" in out
     assert "  notes                                              1" in out
-    kinds = out[out.index("findings by kind") + 1:-1]
+    kinds = out[out.index("findings by kind") + 1 : -1]
     # most errors first; each kind with its count per level
-    assert kinds == ["  TP201 no-npu-counterpart  2 errors", "  TP206 cuda-library        2 errors",
-                     "  TP202 unsupported-on-npu  1 note"]
+    assert kinds == [
+        "  TP201 no-npu-counterpart  2 errors",
+        "  TP206 cuda-library        2 errors",
+        "  TP202 unsupported-on-npu  1 note",
+    ]
 
 
 def test_quiet_prints_nothing(project, tmp_path, capsys):

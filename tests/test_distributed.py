@@ -135,8 +135,22 @@ def test_running_on_own_output_changes_nothing(case, results, tmp_path):
         single.mkdir()
         shutil.copy(first / entry, single / entry)
         src = single / entry
-    assert run_cli(["-i", src, "-o", tmp_path / "again", "distributed", "-m",
-                    src if src.is_file() else src / entry, "-t", target]) == 0
+    assert (
+        run_cli(
+            [
+                "-i",
+                src,
+                "-o",
+                tmp_path / "again",
+                "distributed",
+                "-m",
+                src if src.is_file() else src / entry,
+                "-t",
+                target,
+            ]
+        )
+        == 0
+    )
     (second,) = list((tmp_path / "again").iterdir())
     assert (second / entry).read_bytes() == (first / entry).read_bytes()
     assert (second / LAUNCH_SCRIPT).read_bytes() == (first / LAUNCH_SCRIPT).read_bytes()
@@ -171,7 +185,8 @@ def fake_python(bin_dir: Path, fail_rank: str | None = None) -> None:
     """A python3 that prints its arguments and launcher variables (and fails on one rank)."""
     bin_dir.mkdir()
     fail = f'[ "$RANK" = "{fail_rank}" ] && exit 3' if fail_rank is not None else ""
-    (bin_dir / "python3").write_text(textwrap.dedent(f"""\
+    (bin_dir / "python3").write_text(
+        textwrap.dedent(f"""\
         #!/usr/bin/env bash
         echo "args=$* cwd=$PWD"
         for v in DEVICE_ID RANK_ID RANK_SIZE RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT \\
@@ -180,14 +195,21 @@ def fake_python(bin_dir: Path, fail_rank: str | None = None) -> None:
         done
         {fail}
         exit 0
-        """))
+        """)
+    )
     (bin_dir / "python3").chmod(0o755)
 
 
 def run_launcher(root: Path, bin_dir: Path, **env: str) -> subprocess.CompletedProcess:
     full = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
-    return subprocess.run(["bash", str(root / LAUNCH_SCRIPT), "--epochs", "3"], capture_output=True, text=True,
-                          env=full, cwd="/", timeout=30)
+    return subprocess.run(
+        ["bash", str(root / LAUNCH_SCRIPT), "--epochs", "3"],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd="/",
+        timeout=30,
+    )
 
 
 def test_launch_script_starts_one_process_per_npu(tmp_path):
@@ -202,8 +224,17 @@ def test_launch_script_starts_one_process_per_npu(tmp_path):
     for rank, device in ((0, 4), (1, 6)):
         text = (root / "logs" / f"rank_{rank}.log").read_text()
         assert f"args=src/train.py --epochs 3 cwd={root}" in text
-        for line in (f"DEVICE_ID={device}", f"RANK_ID={rank}", "RANK_SIZE=2", f"RANK={rank}", "WORLD_SIZE=2",
-                     f"LOCAL_RANK={rank}", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29611", "HCCL_WHITELIST_DISABLE=1"):
+        for line in (
+            f"DEVICE_ID={device}",
+            f"RANK_ID={rank}",
+            "RANK_SIZE=2",
+            f"RANK={rank}",
+            "WORLD_SIZE=2",
+            f"LOCAL_RANK={rank}",
+            "MASTER_ADDR=127.0.0.1",
+            "MASTER_PORT=29611",
+            "HCCL_WHITELIST_DISABLE=1",
+        ):
             assert line in text.splitlines(), (rank, line)
 
 
@@ -238,8 +269,17 @@ def test_launch_script_starts_its_share_of_a_multi_machine_job(tmp_path):
     assert sorted(p.name for p in (root / "logs").iterdir()) == ["rank_2.log", "rank_3.log"]
     for local, (rank, device) in enumerate(((2, 4), (3, 6))):
         lines = (root / "logs" / f"rank_{rank}.log").read_text().splitlines()
-        for line in (f"DEVICE_ID={device}", f"RANK_ID={rank}", f"RANK={rank}", f"LOCAL_RANK={local}", "RANK_SIZE=4",
-                     "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"):
+        for line in (
+            f"DEVICE_ID={device}",
+            f"RANK_ID={rank}",
+            f"RANK={rank}",
+            f"LOCAL_RANK={local}",
+            "RANK_SIZE=4",
+            "WORLD_SIZE=4",
+            "LOCAL_WORLD_SIZE=2",
+            "MASTER_ADDR=10.0.0.1",
+            "MASTER_PORT=29500",
+        ):
             assert line in lines, (rank, line)
 
 
@@ -254,20 +294,28 @@ def test_launch_script_runs_the_interpreter_named_by_PYTHON(tmp_path):
     assert "RANK_SIZE=1" in (root / "logs" / "rank_0.log").read_text()
 
 
-@pytest.mark.parametrize("env, complaint", [
-    ({"NNODES": "2", "NODE_RANK": "2", "MASTER_ADDR": "10.0.0.1"}, "NODE_RANK must be between 0 and NNODES-1"),
-    ({"NNODES": "0"}, "NODE_RANK must be between"),
-    ({"NNODES": "two"}, "must be numbers"),
-    ({"NNODES": "2", "NODE_RANK": "1"}, "MASTER_ADDR must name the machine with NODE_RANK=0"),
-])
+@pytest.mark.parametrize(
+    "env, complaint",
+    [
+        ({"NNODES": "2", "NODE_RANK": "2", "MASTER_ADDR": "10.0.0.1"}, "NODE_RANK must be between 0 and NNODES-1"),
+        ({"NNODES": "0"}, "NODE_RANK must be between"),
+        ({"NNODES": "two"}, "must be numbers"),
+        ({"NNODES": "2", "NODE_RANK": "1"}, "MASTER_ADDR must name the machine with NODE_RANK=0"),
+    ],
+)
 def test_launch_script_rejects_bad_machine_settings(tmp_path, env, complaint):
     root = tmp_path / "result"
     root.mkdir()
     (root / LAUNCH_SCRIPT).write_text(launch_script("train.py"))
     fake_python(tmp_path / "bin")
     os_env = {k: v for k, v in os.environ.items() if k != "MASTER_ADDR"}
-    proc = subprocess.run(["bash", str(root / LAUNCH_SCRIPT)], capture_output=True, text=True, timeout=30,
-                          env={**os_env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env})
+    proc = subprocess.run(
+        ["bash", str(root / LAUNCH_SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os_env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env},
+    )
     assert proc.returncode == 2 and complaint in proc.stderr, proc.stderr
     assert not (root / "logs").exists()
 
@@ -304,13 +352,20 @@ class FakeDist:
 def helpers_with(env: dict[str, str]):
     dist = FakeDist()
     devices = []
-    torch = types.SimpleNamespace(distributed=dist, nn=types.SimpleNamespace(
-        parallel=types.SimpleNamespace(DistributedDataParallel=type("DDP", (), {}))))
+    torch = types.SimpleNamespace(
+        distributed=dist,
+        nn=types.SimpleNamespace(parallel=types.SimpleNamespace(DistributedDataParallel=type("DDP", (), {}))),
+    )
     torch_npu = types.SimpleNamespace(npu=types.SimpleNamespace(set_device=devices.append))
     fake_os = types.SimpleNamespace(environ=dict(env))
     at_exit: list = []
-    namespace = {"os": fake_os, "torch": torch, "torch_npu": torch_npu,
-                 "atexit": types.SimpleNamespace(register=at_exit.append), "at_exit": at_exit}
+    namespace = {
+        "os": fake_os,
+        "torch": torch,
+        "torch_npu": torch_npu,
+        "atexit": types.SimpleNamespace(register=at_exit.append),
+        "at_exit": at_exit,
+    }
     exec(compile(HELPERS, "helpers", "exec"), namespace)
     namespace["init_distributed_npu"]()
     return namespace, dist, devices, fake_os.environ
@@ -342,16 +397,20 @@ def test_setup_from_the_launch_script_variables():
 def test_index_helper_gives_the_launchers_npu_before_the_setup_runs():
     from transplant.distributed.templates import INDEX_HELPER
 
-    for env, expected in (({}, 2), ({"RANK_ID": "1", "RANK_SIZE": "4", "DEVICE_ID": "5"}, 5),
-                          ({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}, 1)):
+    for env, expected in (
+        ({}, 2),
+        ({"RANK_ID": "1", "RANK_SIZE": "4", "DEVICE_ID": "5"}, 5),
+        ({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}, 1),
+    ):
         namespace = {"os": types.SimpleNamespace(environ=env)}
         exec(compile(HELPERS + INDEX_HELPER, "helpers", "exec"), namespace)
         assert namespace["npu_index"](2) == expected, env
 
 
 def test_setup_from_torchrun_variables():
-    _ns, dist, devices, environ = helpers_with({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3",
-                                                "MASTER_ADDR": "10.0.0.2", "MASTER_PORT": "1234"})
+    _ns, dist, devices, environ = helpers_with(
+        {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "MASTER_ADDR": "10.0.0.2", "MASTER_PORT": "1234"}
+    )
     assert dist.calls == [{"backend": "hccl", "rank": 3, "world_size": 8}]
     assert devices == [3]
     assert environ["MASTER_ADDR"] == "10.0.0.2" and environ["MASTER_PORT"] == "1234"
@@ -378,8 +437,10 @@ def test_dataloader_spellings_are_recognised():
         ("import torch.utils.data as tud", "tud.DataLoader"),
         ("from torch.utils import data", "data.DataLoader"),
     ):
-        out = convert(f"import torch\n{imports}\nmodel = torch.nn.Linear(2, 2)\n"
-                      f"loader = {call}(ds, batch_size=2, shuffle=True)\n" + LOOP.format(loader="loader"))
+        out = convert(
+            f"import torch\n{imports}\nmodel = torch.nn.Linear(2, 2)\n"
+            f"loader = {call}(ds, batch_size=2, shuffle=True)\n" + LOOP.format(loader="loader")
+        )
         assert f"loader = {call}(ds, batch_size=2, sampler=sampler)" in out, imports
         assert "DistributedSampler(\n    ds, num_replicas=npu_world_size(), rank=npu_rank(), shuffle=True)" in out
         assert "    sampler.set_epoch(epoch)\n" in out
@@ -464,7 +525,7 @@ def test_setup_goes_into_the_main_block_when_it_calls_no_single_function():
             torch.save(model, "m.pt")
         """)
     assert 'if __name__ == "__main__":\n    init_distributed_npu()\n    model = build()\n' in out
-    assert "    if npu_rank() == 0:\n        torch.save(npu_unwrap(model), \"m.pt\")\n" in out
+    assert '    if npu_rank() == 0:\n        torch.save(npu_unwrap(model), "m.pt")\n' in out
 
 
 def test_names_are_bound_by_the_engines_table():
@@ -509,7 +570,8 @@ def test_names_are_bound_by_the_engines_table():
 def project(tmp_path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    (root / "train.py").write_text(textwrap.dedent("""\
+    (root / "train.py").write_text(
+        textwrap.dedent("""\
         import torch
         from torch import nn
 
@@ -528,7 +590,8 @@ def project(tmp_path) -> Path:
             scheduler.state_dict()
             ema = make_ema(net)
             ema.eval()
-        """))
+        """)
+    )
     (root / "notes.txt").write_text("hello\n")
     (root / "pkg").mkdir()
     return root
@@ -546,8 +609,9 @@ def check_usage_error(capsys, out: Path, args: list, *needles: str) -> str:
 
 def test_missing_entry_file(project, tmp_path, capsys):
     out = tmp_path / "out"
-    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "nope.py"],
-                      "nope.py", "does not exist")
+    check_usage_error(
+        capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "nope.py"], "nope.py", "does not exist"
+    )
 
 
 def test_entry_file_outside_the_input(project, tmp_path, capsys):
@@ -559,24 +623,32 @@ def test_entry_file_outside_the_input(project, tmp_path, capsys):
 
 def test_entry_file_that_is_not_python(project, tmp_path, capsys):
     out = tmp_path / "out"
-    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "notes.txt"],
-                      "not a Python (.py) file")
-    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "pkg"],
-                      "not a Python (.py) file")
+    check_usage_error(
+        capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "notes.txt"], "not a Python (.py) file"
+    )
+    check_usage_error(
+        capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "pkg"], "not a Python (.py) file"
+    )
 
 
 def test_entry_file_that_does_not_parse(project, tmp_path, capsys):
     (project / "broken.py").write_text("def f(:\n")
     out = tmp_path / "out"
-    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "broken.py"],
-                      "broken.py", "syntax error")
+    check_usage_error(
+        capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "broken.py"], "broken.py", "syntax error"
+    )
 
 
 def test_missing_target_lists_candidates(project, tmp_path, capsys):
     out = tmp_path / "out"
-    err = check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "train.py"],
-                            "'model' is never assigned in train.py", "candidate model variables: net, head, ema",
-                            "-t")
+    err = check_usage_error(
+        capsys,
+        out,
+        ["-i", project, "-o", out, "distributed", "-m", project / "train.py"],
+        "'model' is never assigned in train.py",
+        "candidate model variables: net, head, ema",
+        "-t",
+    )
     # optimizers, schedulers and scalers have state_dict() and zero_grad() too: they are no candidates
     assert "scaler" not in err and "optimizer" not in err and "scheduler" not in err and " x" not in err
 
@@ -584,8 +656,13 @@ def test_missing_target_lists_candidates(project, tmp_path, capsys):
 def test_missing_target_without_candidates(project, tmp_path, capsys):
     (project / "train.py").write_text("print('hello')\n")
     out = tmp_path / "out"
-    check_usage_error(capsys, out, ["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"],
-                      "'net' is never assigned", "none found")
+    check_usage_error(
+        capsys,
+        out,
+        ["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"],
+        "'net' is never assigned",
+        "none found",
+    )
 
 
 def test_entry_relative_to_the_input_folder_and_chosen_target(project, tmp_path):
@@ -615,7 +692,7 @@ def test_project_launch_script_of_its_own_is_kept(project, tmp_path):
     assert run_cli(["-i", project, "-o", out, "distributed", "-m", project / "train.py", "-t", "net"]) == 0
     result = out / "proj_msft_multi"
     assert (result / LAUNCH_SCRIPT).read_text() == "echo mine\n"
-    assert "\"${python[@]}\" train.py" in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
+    assert '"${python[@]}" train.py' in (result / f"transplant_{LAUNCH_SCRIPT}").read_text()
 
 
 def test_prepare_rejects_entry_through_a_symlink(project, tmp_path):
@@ -639,10 +716,13 @@ def _free_port() -> int:
 
 
 # case -> (arguments for the training script, the file rank 0 saves, whether rank 0 prints per epoch)
-TRAINING = {"single": (["--epochs", "2"], "net.pt", True), "trainer": ([], "regressor.pt", True),
-            "branches": (["--epochs", "2", "--wide"], "model.pt", False),
-            "dataparallel": (["--epochs", "2"], "model.pt", True),
-            "example": (["--epochs", "1"], "model.pt", True)}  # README's example project, with amp
+TRAINING = {
+    "single": (["--epochs", "2"], "net.pt", True),
+    "trainer": ([], "regressor.pt", True),
+    "branches": (["--epochs", "2", "--wide"], "model.pt", False),
+    "dataparallel": (["--epochs", "2"], "model.pt", True),
+    "example": (["--epochs", "1"], "model.pt", True),
+}  # README's example project, with amp
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mnist_cuda"
 
 
@@ -663,10 +743,17 @@ def test_converted_project_trains_in_two_processes(case, results, tmp_path):
     python3 = bin_dir / "python3"  # the launch script runs "python3 <entry>": this Python (a link would lose its venv)
     python3.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     python3.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(NPU_SHIM),
-           "NPUS": "3,5", "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(["bash", str(root / LAUNCH_SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHONPATH": str(NPU_SHIM),
+        "NPUS": "3,5",
+        "MASTER_PORT": str(_free_port()),
+        "OMP_NUM_THREADS": "1",
+    }
+    proc = subprocess.run(
+        ["bash", str(root / LAUNCH_SCRIPT), *args], capture_output=True, text=True, env=env, timeout=300
+    )
     logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
     assert proc.returncode == 0, (proc.stdout, proc.stderr, logs)
     assert sorted(logs) == ["rank_0.log", "rank_1.log"]
@@ -688,8 +775,10 @@ def _training_env(**extra: str) -> dict[str, str]:
 
 def _machines(commands: list[tuple[list[str], dict[str, str]]], cwd: Path) -> list[subprocess.CompletedProcess]:
     """Run one command per simulated machine, all at once (they join one process group)."""
-    procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for cmd, env in commands]
+    procs = [
+        subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for cmd, env in commands
+    ]
     done = []
     for cmd, proc in zip(commands, procs):
         try:
@@ -717,10 +806,12 @@ def _first_shards(text: str) -> dict[int, list[int]]:
 
 
 def test_first_shards_read_from_lines_of_ranks_that_ran_together():
-    text = ("npu shim: rank 1 of 2 samples [5, 2]\n"
-            "epoch 0 loss 0.7npu shim: rank 0 of 2 samples [4, 0]\n\n"  # rank 0 wrote between another's text and newline
-            "npu shim: rank 0 of 2 samples [1, 3]\n"
-            "npu shim: rank 2 of 3 samples []\n")
+    text = (
+        "npu shim: rank 1 of 2 samples [5, 2]\n"
+        "epoch 0 loss 0.7npu shim: rank 0 of 2 samples [4, 0]\n\n"  # rank 0 wrote between another's text and newline
+        "npu shim: rank 0 of 2 samples [1, 3]\n"
+        "npu shim: rank 2 of 3 samples []\n"
+    )
     assert _first_shards(text) == {0: [4, 0], 1: [5, 2], 2: []}
 
 
@@ -740,9 +831,16 @@ def test_two_machines_with_the_launch_script(results, tmp_path):
     root = tmp_path / "job"
     shutil.copytree(results["dataparallel"], root, symlinks=True)
     port = str(_free_port())
-    runs = _machines([(["bash", str(root / LAUNCH_SCRIPT), "--epochs", "2"],
-                       _training_env(NNODES="2", NODE_RANK=str(node), NPUS="0,1", MASTER_ADDR="127.0.0.1",
-                                     MASTER_PORT=port)) for node in (0, 1)], root)
+    runs = _machines(
+        [
+            (
+                ["bash", str(root / LAUNCH_SCRIPT), "--epochs", "2"],
+                _training_env(NNODES="2", NODE_RANK=str(node), NPUS="0,1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+            )
+            for node in (0, 1)
+        ],
+        root,
+    )
     logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
     assert all(run.returncode == 0 for run in runs), (runs, logs)
     assert sorted(logs) == ["rank_0.log", "rank_1.log", "rank_2.log", "rank_3.log"]
@@ -759,9 +857,33 @@ def test_two_machines_with_torchrun(results, tmp_path):
     root = tmp_path / "job"
     shutil.copytree(results["dataparallel"], root, symlinks=True)
     port = str(_free_port())
-    runs = _machines([([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(node),
-                        "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", port,
-                        "train.py", "--epochs", "2"], _training_env()) for node in (0, 1)], root)
+    runs = _machines(
+        [
+            (
+                [
+                    sys.executable,
+                    "-m",
+                    "torch.distributed.run",
+                    "--nnodes",
+                    "2",
+                    "--node-rank",
+                    str(node),
+                    "--nproc-per-node",
+                    "2",
+                    "--master-addr",
+                    "127.0.0.1",
+                    "--master-port",
+                    port,
+                    "train.py",
+                    "--epochs",
+                    "2",
+                ],
+                _training_env(),
+            )
+            for node in (0, 1)
+        ],
+        root,
+    )
     assert all(run.returncode == 0 for run in runs), runs
     text = runs[0].stdout + runs[1].stdout
     for rank in range(4):
@@ -778,8 +900,13 @@ def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
     shutil.copytree(results["dataparallel"], root, symlinks=True)
     entry = root / "train.py"
     entry.write_text(entry.read_text().replace('f"npu:{npu_index(0)}"', '"npu:0"'))
-    proc = subprocess.run(["bash", str(root / LAUNCH_SCRIPT), "--epochs", "1"], capture_output=True, text=True,
-                          env=_training_env(NPUS="3,5", MASTER_PORT=str(_free_port())), timeout=300)
+    proc = subprocess.run(
+        ["bash", str(root / LAUNCH_SCRIPT), "--epochs", "1"],
+        capture_output=True,
+        text=True,
+        env=_training_env(NPUS="3,5", MASTER_PORT=str(_free_port())),
+        timeout=300,
+    )
     assert proc.returncode == 1
     assert "npu shim: rank 1 uses NPU 5 but moves data to NPU 0" in (root / "logs" / "rank_1.log").read_text()
 
@@ -788,9 +915,23 @@ def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
 def test_already_distributed_script_trains_under_torchrun(results, tmp_path):
     root = tmp_path / "job"
     shutil.copytree(results["already"], root, symlinks=True)
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(_free_port()), "train.py"], cwd=root, capture_output=True, text=True,
-                          env=_training_env(), timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(_free_port()),
+            "train.py",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=_training_env(),
+        timeout=300,
+    )
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert "npu shim: process group hccl: rank 1 of 2" in proc.stdout  # its own group, on hccl
     assert proc.stdout.count("epoch 1") == 1

@@ -22,13 +22,16 @@ def convert(code: str, target: str = "model") -> str:
 # --------------------------------------------------------------------------- DataParallel
 
 
-@pytest.mark.parametrize("imports, wrap", [
-    ("import torch", "torch.nn.DataParallel"),
-    ("import torch.nn as nn", "nn.DataParallel"),
-    ("from torch import nn", "nn.parallel.DataParallel"),
-    ("from torch.nn import DataParallel as DP", "DP"),
-    ("from torch.nn.parallel import DataParallel", "DataParallel"),
-])
+@pytest.mark.parametrize(
+    "imports, wrap",
+    [
+        ("import torch", "torch.nn.DataParallel"),
+        ("import torch.nn as nn", "nn.DataParallel"),
+        ("from torch import nn", "nn.parallel.DataParallel"),
+        ("from torch.nn import DataParallel as DP", "DP"),
+        ("from torch.nn.parallel import DataParallel", "DataParallel"),
+    ],
+)
 def test_dataparallel_assigned_is_removed_in_every_spelling(imports, wrap):
     out = convert(f"""\
         import torch
@@ -38,8 +41,10 @@ def test_dataparallel_assigned_is_removed_in_every_spelling(imports, wrap):
         torch.save(model.module.state_dict(), "m.pt")
         """)
     assert "DataParallel(model" not in out.replace("DistributedDataParallel", "") and f" {wrap}(" not in out
-    assert ("model = torch.nn.Linear(2, 2).npu()\ninit_distributed_npu()\nif torch.distributed.is_initialized():\n"
-            "    model = torch.nn.parallel.DistributedDataParallel(model, ") in out
+    assert (
+        "model = torch.nn.Linear(2, 2).npu()\ninit_distributed_npu()\nif torch.distributed.is_initialized():\n"
+        "    model = torch.nn.parallel.DistributedDataParallel(model, "
+    ) in out
     # .module of the DataParallel wrapper: the model itself, with or without DDP
     assert '    torch.save(npu_unwrap(model).state_dict(), "m.pt")' in out
 
@@ -75,11 +80,32 @@ def test_dataparallel_look_alikes_and_other_modes_keep_it(tmp_path):
     # outside distributed mode DataParallel stays, reported as the NPU support list says
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "train.py").write_text("import torch\nmodel = torch.nn.DataParallel(Net()).cuda()\n")
-    assert cli_main(["-q", "-j", "1", "--pytorch-version", "2.1", "-i", str(tmp_path / "p"),
-                     "-o", str(tmp_path / "plain")]) == 0
+    assert (
+        cli_main(
+            ["-q", "-j", "1", "--pytorch-version", "2.1", "-i", str(tmp_path / "p"), "-o", str(tmp_path / "plain")]
+        )
+        == 0
+    )
     assert "torch.nn.DataParallel(Net()).npu()" in (tmp_path / "plain" / "p_msft" / "train.py").read_text()
-    assert cli_main(["-q", "-j", "1", "--pytorch-version", "2.1", "-i", str(tmp_path / "p"), "-o", str(tmp_path / "d"),
-                     "distributed", "-m", str(tmp_path / "p" / "train.py")]) == 0
+    assert (
+        cli_main(
+            [
+                "-q",
+                "-j",
+                "1",
+                "--pytorch-version",
+                "2.1",
+                "-i",
+                str(tmp_path / "p"),
+                "-o",
+                str(tmp_path / "d"),
+                "distributed",
+                "-m",
+                str(tmp_path / "p" / "train.py"),
+            ]
+        )
+        == 0
+    )
     result = tmp_path / "d" / "p_msft_multi"
     assert "\nmodel = Net().npu()\n" in (result / "train.py").read_text()
     with open(result / "change_list.csv", newline="") as fh:
@@ -109,11 +135,17 @@ def test_fixed_indices_follow_the_process_npu():
         def f(device="npu:0"):
             return "npu:3" if fast else "cpu"
         """)
-    for expected in ('a = torch.device(f"npu:{npu_index(1)}")', "b = torch.device('npu', npu_index(2))",
-                     'c = torch.device(type="npu", index=npu_index(0))', "x = x.npu(npu_index(0))",
-                     "y = y.to(npu_index(0), non_blocking=True)", "z = torch.zeros(2, device=npu_index(0))",
-                     "w = w.npu(npu_index(GPU))", 'def f(device=f"npu:{npu_index(0)}"):',
-                     'return f"npu:{npu_index(3)}" if fast else "cpu"'):
+    for expected in (
+        'a = torch.device(f"npu:{npu_index(1)}")',
+        "b = torch.device('npu', npu_index(2))",
+        'c = torch.device(type="npu", index=npu_index(0))',
+        "x = x.npu(npu_index(0))",
+        "y = y.to(npu_index(0), non_blocking=True)",
+        "z = torch.zeros(2, device=npu_index(0))",
+        "w = w.npu(npu_index(GPU))",
+        'def f(device=f"npu:{npu_index(0)}"):',
+        'return f"npu:{npu_index(3)}" if fast else "cpu"',
+    ):
         assert expected in out, expected
     assert "def npu_index(index):" in out
 
@@ -134,8 +166,14 @@ def test_computed_indices_and_comparisons_stay():
             torch_npu.npu.set_device(0)
         """
     out = convert(src)
-    for kept in ("x = x.npu(args.gpu)", "y = y.to(local_rank)", "z = z.npu(gpu)", 'if str(x.device) == "npu:0":',
-                 'print("npu:0")', "        torch_npu.npu.set_device(0)"):
+    for kept in (
+        "x = x.npu(args.gpu)",
+        "y = y.to(local_rank)",
+        "z = z.npu(gpu)",
+        'if str(x.device) == "npu:0":',
+        'print("npu:0")',
+        "        torch_npu.npu.set_device(0)",
+    ):
         assert kept in out, kept
     assert "npu_index" not in out
 
@@ -143,19 +181,26 @@ def test_computed_indices_and_comparisons_stay():
 # --------------------------------------------------------------------------- already distributed
 
 
-@pytest.mark.parametrize("line, reason", [
-    ('torch.distributed.init_process_group("hccl")', "it calls init_process_group"),
-    ("torch.multiprocessing.spawn(work, nprocs=2)", "it starts its processes with torch.multiprocessing"),
-    ('rank = int(os.environ["LOCAL_RANK"])', "it reads LOCAL_RANK"),
-    ('world = int(os.getenv("WORLD_SIZE", 1))', "it reads WORLD_SIZE"),
-    ('parser.add_argument("--local_rank", type=int)', "it reads --local_rank"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('torch.distributed.init_process_group("hccl")', "it calls init_process_group"),
+        ("torch.multiprocessing.spawn(work, nprocs=2)", "it starts its processes with torch.multiprocessing"),
+        ('rank = int(os.environ["LOCAL_RANK"])', "it reads LOCAL_RANK"),
+        ('world = int(os.getenv("WORLD_SIZE", 1))', "it reads WORLD_SIZE"),
+        ('parser.add_argument("--local_rank", type=int)', "it reads --local_rank"),
+    ],
+)
 def test_already_distributed_scripts_get_no_second_setup(tmp_path, capsys, line, reason):
     project = tmp_path / "p"
     project.mkdir()
     (project / "train.py").write_text(f"import os\nimport torch\n{line}\nnet = torch.nn.Linear(2, 2).cuda()\n")
-    assert cli_main(["-j", "1", "-i", str(project), "-o", str(tmp_path / "out"), "distributed", "-m",
-                     str(project / "train.py")]) == 0  # no 'model' variable: none is needed
+    assert (
+        cli_main(
+            ["-j", "1", "-i", str(project), "-o", str(tmp_path / "out"), "distributed", "-m", str(project / "train.py")]
+        )
+        == 0
+    )  # no 'model' variable: none is needed
     out = capsys.readouterr().out
     assert f"train.py is already distributed ({reason}" in out and "only its CUDA-specific code converted" in out
     result = tmp_path / "out" / "p_msft_multi"
@@ -170,11 +215,16 @@ def test_index_helper_joins_helpers_of_an_earlier_conversion():
     """A result converted before npu_index existed gets it beside its helpers, once."""
     from transplant.distributed import HELPERS
 
-    earlier = ("import atexit\nimport os\nimport torch\nimport torch_npu\n\n\n" + HELPERS
-               + "\n\nmodel = torch.nn.Linear(2, 2)\nx = x.npu(0)\n")
+    earlier = (
+        "import atexit\nimport os\nimport torch\nimport torch_npu\n\n\n"
+        + HELPERS
+        + "\n\nmodel = torch.nn.Linear(2, 2)\nx = x.npu(0)\n"
+    )
     out = convert(earlier)
     assert out.count("def npu_index(index):") == 1
-    assert "    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model\n\n\n" \
-           "def npu_index(index):\n" in out
+    assert (
+        "    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model\n\n\n"
+        "def npu_index(index):\n" in out
+    )
     assert "x = x.npu(npu_index(0))" in out
     compile(out, "train.py", "exec")

@@ -123,10 +123,14 @@ def _words(command: str) -> list[list[str]]:
 
 
 def _transplant_argv(words: list[str]) -> list[str] | None:
-    for prefix in (["transplant"], [".venv/bin/transplant"], ["python", "-m", "transplant"],
-                   ["python3", "-m", "transplant"]):
-        if words[:len(prefix)] == prefix:
-            return words[len(prefix):]
+    for prefix in (
+        ["transplant"],
+        [".venv/bin/transplant"],
+        ["python", "-m", "transplant"],
+        ["python3", "-m", "transplant"],
+    ):
+        if words[: len(prefix)] == prefix:
+            return words[len(prefix) :]
     if words[:3] in (["python", "-m", "transplant.emulate"], ["python3", "-m", "transplant.emulate"]):
         return ["emulate", *words[3:]]
     return None
@@ -159,8 +163,9 @@ def parse(argv: list[str]) -> None:
 def script_help(script: str) -> str:
     # as after `pip install -e .` (docs/development.md): the checkout's transplant importable
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=env)
+    proc = subprocess.run(
+        [sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
+    )
     assert proc.returncode == 0, (script, proc.stderr)
     return proc.stdout
 
@@ -179,8 +184,9 @@ def test_every_code_block_says_what_it_holds(page):
         assert language in LANGUAGES, f"{_rel(page)}:{number}: a code block must be fenced with one of {LANGUAGES}"
 
 
-@pytest.mark.parametrize(("page", "number", "command"), ALL_COMMANDS,
-                         ids=[f"{_rel(p)}:{n}:{c[:40]}" for p, n, c in ALL_COMMANDS])
+@pytest.mark.parametrize(
+    ("page", "number", "command"), ALL_COMMANDS, ids=[f"{_rel(p)}:{n}:{c[:40]}" for p, n, c in ALL_COMMANDS]
+)
 def test_every_command_parses_and_names_what_exists(page, number, command, capsys):
     where = f"{_rel(page)}:{number}: {command}"
     for words in _words(command):
@@ -263,7 +269,7 @@ def expected_found(expected: list[str], output: list[str]) -> str | None:
         if not piece:
             continue
         for i in range(start, len(output) - len(piece) + 1):
-            if all(same(want, got) for want, got in zip(piece, output[i:i + len(piece)])):
+            if all(same(want, got) for want, got in zip(piece, output[i : i + len(piece)])):
                 start = i + len(piece)
                 break
         else:
@@ -288,9 +294,15 @@ SESSIONS = [(page, number, steps) for page in PAGES for number, steps in session
 @pytest.mark.parametrize("page", sorted({page for page, _, _ in SESSIONS}), ids=_rel)
 def test_console_sessions_run_as_written(page, tmp_path):
     bin_dir = _bin(tmp_path)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "PYTHONWARNINGS": "ignore",
+        "OMP_NUM_THREADS": "1",
+        "COLUMNS": "200",
+    }
     ran = 0
     for number, steps in [(n, s) for p, n, s in SESSIONS if p == page]:
         missing = _needs(steps)
@@ -302,14 +314,21 @@ def test_console_sessions_run_as_written(page, tmp_path):
             # cd in a command moves the session, as in a terminal
             script = f"cd {shlex.quote(str(cwd))} && {{ {local}\n}} ; status=$?; pwd > {tmp_path}/.cwd; exit $status"
             # stdout and stderr in one pipe, unbuffered: in the order a terminal shows them
-            proc = subprocess.run(["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, timeout=600, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                ["bash", "-c", script],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=600,
+                stdin=subprocess.DEVNULL,
+            )
             cwd = Path((tmp_path / ".cwd").read_text().strip())
             output = proc.stdout.replace(f"{tmp_path}/", "/tmp/").replace(str(tmp_path), "/tmp").splitlines()
             problem = expected_found(expected, output)
-            assert problem is None, (f"{_rel(page)}:{number}: $ {command}\nnot in the output:\n{problem}\n"
-                                     f"--- output ---\n{proc.stdout}")
+            assert problem is None, (
+                f"{_rel(page)}:{number}: $ {command}\nnot in the output:\n{problem}\n--- output ---\n{proc.stdout}"
+            )
             ran += 1
     if not ran:
         pytest.skip("every session of this page needs what is not installed here")
-

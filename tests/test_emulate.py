@@ -25,8 +25,9 @@ import pytest
 from conftest import FIXTURES, REPO
 from test_names import emitted_names
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                reason="needs PyTorch: .ci/run installs the CPU wheel")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel"
+)
 
 PROGRAMS = FIXTURES / "emulate"
 EXAMPLE = REPO / "examples" / "mnist_cuda"
@@ -42,8 +43,14 @@ def environment(**extra: str) -> dict[str, str]:
 
 
 def run(args: list[str], cwd: Path, timeout: int = 300, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          env=environment(**env), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=environment(**env),
+        timeout=timeout,
+    )
 
 
 def emulate(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
@@ -108,17 +115,21 @@ def test_readme_example_trains_under_strict(tmp_path):
     # utils.py keeps torch.cuda.nccl.all_reduce (no NPU counterpart, reported as TP201): strict names it
     (converted / "use_utils.py").write_text(
         "import torch\nimport utils\nbatch = utils.to_device([torch.ones(2)], 1)\nprint(batch[0].is_npu)\n"
-        "utils.cleanup()\n")
+        "utils.cleanup()\n"
+    )
     proc = emulate(["--strict", "use_utils.py"], converted)
     assert proc.returncode == 1 and proc.stdout.strip() == "True"
-    line = next(i for i, text in enumerate((converted / "utils.py").read_text().splitlines(), 1) if "nccl.all_reduce" in text)
-    assert proc.stderr.splitlines()[-1] == (f"transplant emulate: error: utils.py:{line}: torch.cuda.nccl "
-                                            "(CUDA use; --strict)")
+    line = next(
+        i for i, text in enumerate((converted / "utils.py").read_text().splitlines(), 1) if "nccl.all_reduce" in text
+    )
+    assert proc.stderr.splitlines()[-1] == (
+        f"transplant emulate: error: utils.py:{line}: torch.cuda.nccl (CUDA use; --strict)"
+    )
 
 
 # --------------------------------------------------------------------------- the emulated stack
 
-BEHAVIOUR = '''
+BEHAVIOUR = """
 import threading
 import torch
 import torch_npu
@@ -211,7 +222,7 @@ assert torch.randn(2, generator=generator, device="npu").device.type == "cpu"
 loader = DataLoader(TensorDataset(torch.arange(16.0)), batch_size=4, num_workers=2, pin_memory=True)
 assert sum(batch.to("npu", non_blocking=True).sum().item() for (batch,) in loader) == 120
 print("behaviour ok")
-'''
+"""
 
 
 def free_port() -> int:
@@ -244,14 +255,23 @@ def test_every_name_the_rules_emit_is_emulated_or_listed(tmp_path):
     rules_dir = REPO / "rules"
     # the names the rules write into code; a route a suggestion names for people (a fused NPU
     # operator, torch_npu's graph mode) is the user's choice and needs the real NPU
-    names = sorted({name for _, name in emitted_names(texts=False)} | {
-        name for _, name in emitted_names() if not _route_only(name)})
-    methods = sorted({entry["new_name"] for path in rules_dir.glob("*.json") if path.name != "schema.json"
-                      for entry in json.loads(path.read_text())["rules"].get("FuncNameModifyRule", [])
-                      if entry.get("on", "name") != "name"})
+    names = sorted(
+        {name for _, name in emitted_names(texts=False)}
+        | {name for _, name in emitted_names() if not _route_only(name)}
+    )
+    methods = sorted(
+        {
+            entry["new_name"]
+            for path in rules_dir.glob("*.json")
+            if path.name != "schema.json"
+            for entry in json.loads(path.read_text())["rules"].get("FuncNameModifyRule", [])
+            if entry.get("on", "name") != "name"
+        }
+    )
     assert len(names) > 150 and {"npu", "is_npu", "npu_stream", "npu_event"} <= set(methods)
     (tmp_path / "names.json").write_text(json.dumps({"names": names, "methods": methods}))
-    (tmp_path / "resolve.py").write_text(textwrap.dedent('''
+    (tmp_path / "resolve.py").write_text(
+        textwrap.dedent("""
         import importlib, json, sys
         import torch, torch_npu
         from transplant.emulate.coverage import NOT_EMULATED, NotEmulated
@@ -276,7 +296,8 @@ def test_every_name_the_rules_emit_is_emulated_or_listed(tmp_path):
                 if owner is None or not hasattr(owner, method):
                     bad.append(f"{method}: missing on {owner}")
         print(json.dumps(bad))
-    '''))
+    """)
+    )
     proc = emulate(["resolve.py"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == []
@@ -284,7 +305,7 @@ def test_every_name_the_rules_emit_is_emulated_or_listed(tmp_path):
 
 # --------------------------------------------------------------------------- --strict
 
-STRICT = '''
+STRICT = """
 import torch
 import torch.distributed as dist
 import helper
@@ -308,7 +329,7 @@ attempt("nccl", lambda: dist.init_process_group("nccl", init_method="tcp://127.0
 helper.library_call()
 torch.amp.GradScaler("cpu")  # torch asks torch.cuda itself here: not the project's use
 print("finished")
-'''
+"""
 
 
 def test_strict_names_every_cuda_use_by_file_and_line(tmp_path):
@@ -344,8 +365,12 @@ def test_cli_dispatch_and_bad_input(tmp_path):
     proc = run(["-m", "transplant", "emulate", "args.py", "--steps", "2", "-x"], tmp_path)
     assert proc.returncode == 3 and proc.stdout.strip() == "['--steps', '2', '-x']"
     assert NOTICE in proc.stderr and "your code, as you asked" in proc.stderr
-    for args, message in ((["missing.py"], "missing.py: no such file"), ([], "no SCRIPT given"),
-                          (["--backing", "tpu", "args.py"], "invalid choice"), (["."], "not a file")):
+    for args, message in (
+        (["missing.py"], "missing.py: no such file"),
+        ([], "no SCRIPT given"),
+        (["--backing", "tpu", "args.py"], "invalid choice"),
+        (["."], "not a file"),
+    ):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 2, args
         assert len(proc.stderr.splitlines()) == 1 and message in proc.stderr, proc.stderr
@@ -385,8 +410,10 @@ def test_torch_npu_exists_only_in_emulated_processes(tmp_path):
     proc = run(["-c", "import importlib.util as u; print(u.find_spec('torch_npu'))"], tmp_path)
     assert proc.stdout.strip() == "None"
     # converting never loads the emulator or torch
-    code = ("import sys; from transplant.cli import main; main(['-q', '-j', '1', '-i', sys.argv[1], '-o', sys.argv[2]]);"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith('transplant.emulate')))")
+    code = (
+        "import sys; from transplant.cli import main; main(['-q', '-j', '1', '-i', sys.argv[1], '-o', sys.argv[2]]);"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' or m.startswith('transplant.emulate')))"
+    )
     proc = run(["-c", code, EXAMPLE, tmp_path / "out"], tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
 
@@ -412,8 +439,9 @@ def test_launch_script_runs_its_processes_under_the_emulator(case, tmp_path):
     given, entry, args, saved = DISTRIBUTED[case]
     source = EXAMPLE if given is None else FIXTURES / "distributed" / case / given
     main = source if not entry else source / entry
-    proc = run(["-m", "transplant", "-q", "-j", "1", "-i", source, "-o", tmp_path / "out", "distributed", "-m", main],
-               tmp_path)
+    proc = run(
+        ["-m", "transplant", "-q", "-j", "1", "-i", source, "-o", tmp_path / "out", "distributed", "-m", main], tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     (root,) = (tmp_path / "out").glob("*_msft_multi")
     script = root / LAUNCH_SCRIPT
@@ -423,8 +451,13 @@ def test_launch_script_runs_its_processes_under_the_emulator(case, tmp_path):
     module = "" if honours else "-m transplant.emulate "
     (bin_dir / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" {module}"$@"\n')
     (bin_dir / "python3").chmod(0o755)
-    env = environment(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", NPUS="3,5", MASTER_PORT=str(free_port()),
-                      TRANSPLANT_EMULATE="1", TRANSPLANT_EMULATE_STRICT="1")
+    env = environment(
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        NPUS="3,5",
+        MASTER_PORT=str(free_port()),
+        TRANSPLANT_EMULATE="1",
+        TRANSPLANT_EMULATE_STRICT="1",
+    )
     proc = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=300)
     logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
     assert proc.returncode == 0, (proc.stdout, proc.stderr, logs)

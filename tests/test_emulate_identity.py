@@ -15,8 +15,9 @@ import pytest
 from conftest import FIXTURES
 from test_emulate import EXAMPLE, NOTICE, PROGRAMS, TRAINING, convert, emulate, lines, run
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                reason="needs PyTorch: .ci/run installs the CPU wheel")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel"
+)
 
 FIDELITY = FIXTURES / "emulate" / "identity" / "fidelity.py"
 CHECKS = ["identity", "branch", "operations", "mixing", "host", "save-load", "training", "multiprocessing"]
@@ -80,17 +81,21 @@ def test_readme_example_trains_alike_with_and_without_device_identity(tmp_path):
 def test_the_summary_says_what_went_to_the_npu_and_q_silences_it(tmp_path):
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "helpers.py").write_text("def place(t):\n    return t.to('npu')\n")
-    (tmp_path / "prog.py").write_text(textwrap.dedent("""\
+    (tmp_path / "prog.py").write_text(
+        textwrap.dedent("""\
         import torch, torch_npu
         from lib.helpers import place
         model = torch.nn.Linear(2, 2).npu()
         x = place(torch.ones(2))
         if torch_npu.npu.is_available():
             y = torch.zeros(3, device="npu:0")
-        """))
+        """)
+    )
     proc = emulate(["prog.py"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    summary = [line for line in proc.stderr.splitlines() if line.startswith("transplant emulate:") and NOTICE not in line]
+    summary = [
+        line for line in proc.stderr.splitlines() if line.startswith("transplant emulate:") and NOTICE not in line
+    ]
     assert summary[0].startswith("transplant emulate: summary: ") and "1 module move to the NPU" in summary[0]
     assert "prog.py:3 (module)" in summary[1] and "prog.py:6 (tensor)" in summary[1]
     assert "helpers.py:2 (tensor)" in summary[1]
@@ -100,7 +105,8 @@ def test_the_summary_says_what_went_to_the_npu_and_q_silences_it(tmp_path):
 
 
 def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
-    (tmp_path / "build.py").write_text(textwrap.dedent("""\
+    (tmp_path / "build.py").write_text(
+        textwrap.dedent("""\
         import sys
         import torch, torch_npu
         from torch.utils.cpp_extension import load_inline
@@ -108,9 +114,11 @@ def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
         if x.device.type == "npu" or sys.argv[1:] == ["always"]:
             ext = load_inline("fused_gelu", cpp_sources="", cuda_sources="__global__ void k() {}")
         print("built or passed by")
-        """))
-    message = ("transplant emulate: error: build.py:6: CUDA-only extension build 'fused_gelu' "
-               "(load_inline with cuda_sources)")
+        """)
+    )
+    message = (
+        "transplant emulate: error: build.py:6: CUDA-only extension build 'fused_gelu' (load_inline with cuda_sources)"
+    )
     for args in (["--device-identity", "build.py"], ["build.py", "always"]):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 1 and "passed by" not in proc.stdout, args

@@ -17,8 +17,9 @@ import pytest
 from conftest import FIXTURES
 from test_emulate import NOTICE, convert, emulate, free_port, run
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                reason="needs PyTorch: .ci/run installs the CPU wheel")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel"
+)
 
 SUITE = FIXTURES / "emulate" / "suite_project"
 
@@ -37,8 +38,9 @@ def test_a_projects_own_suite_runs_under_emulate_m_pytest(tmp_path):
     before = run(["-m", "pytest", "-q", "-p", "no:cacheprovider"], original, SUITE_REPORT=str(tmp_path / "before"))
     assert before.returncode == 0, before.stdout + before.stderr
     converted = convert(original, tmp_path / "out")
-    after = emulate(["--strict", "-m", "pytest", "-q", "-p", "no:cacheprovider"], converted,
-                    SUITE_REPORT=str(tmp_path / "after"))
+    after = emulate(
+        ["--strict", "-m", "pytest", "-q", "-p", "no:cacheprovider"], converted, SUITE_REPORT=str(tmp_path / "after")
+    )
     assert after.returncode == 0, after.stdout + after.stderr
     assert f"{NOTICE} -m pytest" in after.stderr and "7 passed" in after.stdout
     cpu, npu = report(tmp_path / "before"), report(tmp_path / "after")
@@ -56,8 +58,9 @@ def test_a_projects_own_suite_runs_under_emulate_m_pytest(tmp_path):
     (converted / "check_broken.py").write_text("def test_broken():\n    assert 1 == 2\n")
     failed = emulate(["-m", "pytest", "-q", "-p", "no:cacheprovider", "check_broken.py"], converted)
     assert failed.returncode == 1 and "1 failed" in failed.stdout
-    nothing = emulate(["-m", "pytest", "-q", "-p", "no:cacheprovider", "check_model.py", "-k", "no_such_test"],
-                      converted)
+    nothing = emulate(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "check_model.py", "-k", "no_such_test"], converted
+    )
     assert nothing.returncode == 5, nothing.stdout  # pytest's "no tests collected"
 
 
@@ -65,8 +68,11 @@ def test_pytest_xdist_workers_are_emulated(tmp_path):
     if importlib.util.find_spec("xdist") is None:
         pytest.skip("pytest-xdist is not installed")
     converted = convert(shutil.copytree(SUITE, tmp_path / "suite_project"), tmp_path / "out")
-    proc = emulate(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "check_model.py"], converted,
-                   SUITE_REPORT=str(tmp_path / "after"))
+    proc = emulate(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "check_model.py"],
+        converted,
+        SUITE_REPORT=str(tmp_path / "after"),
+    )
     assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
     seen = report(tmp_path / "after")
     assert seen["train"][0] == seen["amp"][0] == "npu" and seen["available"] == ["True"]
@@ -97,11 +103,13 @@ def test_m_module_means_what_python_m_means(tmp_path):
         assert f"{NOTICE} -m {module}" in emulated.stderr
     joined = emulate(["-mtool", "3"], tmp_path)
     assert joined.returncode == 3
-    for args, message in ((["-m", "no_such_module"], "no module named no_such_module"),
-                          (["-m", "lib.nothing"], "no module named lib.nothing"),
-                          (["-m", "lib"], "lib is a package and has no __main__ module to run"),
-                          (["-m"], "expected one argument"),
-                          (["--strict"], "no SCRIPT given")):
+    for args, message in (
+        (["-m", "no_such_module"], "no module named no_such_module"),
+        (["-m", "lib.nothing"], "no module named lib.nothing"),
+        (["-m", "lib"], "lib is a package and has no __main__ module to run"),
+        (["-m"], "expected one argument"),
+        (["--strict"], "no SCRIPT given"),
+    ):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.splitlines() == [proc.stderr.splitlines()[0]] and message in proc.stderr, proc.stderr
@@ -126,8 +134,22 @@ dist.destroy_process_group()
 
 def test_torchrun_ranks_are_emulated(tmp_path):
     (tmp_path / "job.py").write_text(TORCHRUN)
-    proc = emulate(["-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
-                    "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{free_port()}", "job.py"], tmp_path)
+    proc = emulate(
+        [
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "1",
+            "--nproc_per_node",
+            "2",
+            "--rdzv_backend",
+            "c10d",
+            "--rdzv_endpoint",
+            f"127.0.0.1:{free_port()}",
+            "job.py",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     # the ranks share one stdout, so a line of one may land in the middle of the other's
     assert sorted(re.findall(r"rank \d \[[^\]]*\]", proc.stdout)) == ["rank 0 [3.0, 3.0]", "rank 1 [3.0, 3.0]"]
@@ -152,13 +174,30 @@ def test_accelerate_launch_ranks_are_emulated(tmp_path):
     if importlib.util.find_spec("accelerate") is None:
         pytest.skip("accelerate is not installed (.ci/run installs it)")
     (tmp_path / "job.py").write_text(ACCELERATE)
-    proc = emulate(["-m", "accelerate.commands.launch", "--num_processes", "2", "--multi_gpu", "--num_machines", "1",
-                    "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
-                    "job.py"], tmp_path)
+    proc = emulate(
+        [
+            "-m",
+            "accelerate.commands.launch",
+            "--num_processes",
+            "2",
+            "--multi_gpu",
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(free_port()),
+            "job.py",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     # accelerate sees torch_npu (autoloaded in each rank) and takes its NPU path, as on an NPU host
     assert sorted(re.findall(r"rank \d [^\n\[]*\[[^\]]*\]", proc.stdout)) == [
-        f"rank {rank} DistributedType.MULTI_NPU npu DistributedDataParallel [3.0, 3.0]" for rank in (0, 1)]
+        f"rank {rank} DistributedType.MULTI_NPU npu DistributedDataParallel [3.0, 3.0]" for rank in (0, 1)
+    ]
     for rank in (0, 1):
         assert f"process group hccl as gloo: rank {rank} of 2" in proc.stderr
 
@@ -262,10 +301,12 @@ def test_without_emulation_the_accelerator_is_this_machines(tmp_path):
     probe = "import torch; print(torch.accelerator.current_accelerator())"
     plain = run(["-c", probe], tmp_path)
     assert plain.returncode == 0 and "npu" not in plain.stdout  # nothing leaks outside emulated processes
-    (tmp_path / "probe.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "probe.py").write_text(
+        textwrap.dedent(f"""
         import subprocess, sys
         print(subprocess.run([sys.executable, "-c", {probe!r}], capture_output=True, text=True).stdout.strip())
-    """))
+    """)
+    )
     child = emulate(["probe.py"], tmp_path)  # a child process of an emulated program is emulated
     assert child.returncode == 0 and child.stdout.strip() == "npu", child.stderr
 
@@ -297,5 +338,7 @@ def test_npu_operators_import_and_refuse_when_called(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("import refused:") and "npu_no_such_operator" in lines[0]
-    assert lines[1:] == ["EmulationError torch_npu.npu_fusion_attention is not emulated",
-                         "EmulationError torch_npu.npu_rms_norm is not emulated"]
+    assert lines[1:] == [
+        "EmulationError torch_npu.npu_fusion_attention is not emulated",
+        "EmulationError torch_npu.npu_rms_norm is not emulated",
+    ]

@@ -24,11 +24,14 @@ def run(source: bytes) -> bytes:
 
 
 def test_gbk_cookie_keeps_every_non_ascii_byte():
-    source = ("# -*- coding: gbk -*-\nimport torch\n# 在 NPU 上训练\nname = '设备'\n"
-              "torch.cuda.synchronize()  # 同步\n").encode("gbk")
+    source = (
+        "# -*- coding: gbk -*-\nimport torch\n# 在 NPU 上训练\nname = '设备'\ntorch.cuda.synchronize()  # 同步\n"
+    ).encode("gbk")
     out = run(source)
-    expected = ("# -*- coding: gbk -*-\nimport torch\nimport torch_npu\n# 在 NPU 上训练\nname = '设备'\n"
-                "torch_npu.npu.synchronize()  # 同步\n").encode("gbk")
+    expected = (
+        "# -*- coding: gbk -*-\nimport torch\nimport torch_npu\n# 在 NPU 上训练\nname = '设备'\n"
+        "torch_npu.npu.synchronize()  # 同步\n"
+    ).encode("gbk")
     assert out == expected
     with pytest.raises(UnicodeDecodeError):
         out.decode("utf-8")  # still GBK, not re-encoded
@@ -36,7 +39,9 @@ def test_gbk_cookie_keeps_every_non_ascii_byte():
 
 def test_latin1_cookie():
     source = "# coding: latin-1\nimport torch\ncafé = 'naïve'\nx = café.cuda()\n".encode("latin-1")
-    assert run(source) == "# coding: latin-1\nimport torch\nimport torch_npu\ncafé = 'naïve'\nx = café.npu()\n".encode("latin-1")
+    assert run(source) == "# coding: latin-1\nimport torch\nimport torch_npu\ncafé = 'naïve'\nx = café.npu()\n".encode(
+        "latin-1"
+    )
 
 
 def test_utf8_bom_is_kept():
@@ -81,27 +86,39 @@ def test_indented_comments_that_end_the_file_are_all_kept(ending):
     # libcst alone keeps only the last of them (after a module-level statement, or after a
     # function the skeleton folds away)
     after_statement = b"import torch\ntorch.cuda.synchronize()\n    # one\n    # two" + ending
-    assert run(after_statement) == after_statement.replace(b"import torch\ntorch.cuda",
-                                                           b"import torch\nimport torch_npu\ntorch_npu.npu")
-    after_function = (b"import torch\nx = torch.cuda.is_available()\n\n\ndef f():\n    y = 1\n    # one\n"
-                      b"    # two\n\t# three" + ending)
-    assert run(after_function) == after_function.replace(b"import torch\nx = torch.cuda",
-                                                         b"import torch\nimport torch_npu\nx = torch_npu.npu")
+    assert run(after_statement) == after_statement.replace(
+        b"import torch\ntorch.cuda", b"import torch\nimport torch_npu\ntorch_npu.npu"
+    )
+    after_function = (
+        b"import torch\nx = torch.cuda.is_available()\n\n\ndef f():\n    y = 1\n    # one\n"
+        b"    # two\n\t# three" + ending
+    )
+    assert run(after_function) == after_function.replace(
+        b"import torch\nx = torch.cuda", b"import torch\nimport torch_npu\nx = torch_npu.npu"
+    )
 
 
 def test_tabs_spacing_and_comments_are_untouched():
-    source = (b"import torch\nif True:\n\tx = torch.zeros(1,\tdevice = 'cuda')   # keep  this\n"
-              b"\ty=x.cuda( )\t# tab\n\t# torch.cuda.synchronize() stays in a comment\n")
-    expected = (b"import torch\nimport torch_npu\nif True:\n\tx = torch.zeros(1,\tdevice = 'npu')   # keep  this\n"
-                b"\ty=x.npu( )\t# tab\n\t# torch.cuda.synchronize() stays in a comment\n")
+    source = (
+        b"import torch\nif True:\n\tx = torch.zeros(1,\tdevice = 'cuda')   # keep  this\n"
+        b"\ty=x.cuda( )\t# tab\n\t# torch.cuda.synchronize() stays in a comment\n"
+    )
+    expected = (
+        b"import torch\nimport torch_npu\nif True:\n\tx = torch.zeros(1,\tdevice = 'npu')   # keep  this\n"
+        b"\ty=x.npu( )\t# tab\n\t# torch.cuda.synchronize() stays in a comment\n"
+    )
     assert run(source) == expected
 
 
 def test_quotes_prefixes_and_continuations_are_kept():
-    source = (b"import torch\nx = torch.zeros(1, device=r'cuda:0')\ny = x.to(u\"cuda\")\n"
-              b"z = torch.zeros(1) \\\n    .cuda()\nw = torch.device('''cuda''')\n")
-    expected = (b"import torch\nimport torch_npu\nx = torch.zeros(1, device=r'npu:0')\ny = x.to(u\"npu\")\n"
-                b"z = torch.zeros(1) \\\n    .npu()\nw = torch.device('''npu''')\n")
+    source = (
+        b"import torch\nx = torch.zeros(1, device=r'cuda:0')\ny = x.to(u\"cuda\")\n"
+        b"z = torch.zeros(1) \\\n    .cuda()\nw = torch.device('''cuda''')\n"
+    )
+    expected = (
+        b"import torch\nimport torch_npu\nx = torch.zeros(1, device=r'npu:0')\ny = x.to(u\"npu\")\n"
+        b"z = torch.zeros(1) \\\n    .npu()\nw = torch.device('''npu''')\n"
+    )
     assert run(source) == expected
 
 
@@ -118,7 +135,10 @@ EOLS = st.sampled_from(["\n", "\r\n"])
 WS = st.sampled_from(["", " ", "  ", "\t"])
 QUOTE = st.sampled_from(["'", '"'])
 ALPHABET = {  # characters each encoding can hold, beyond ASCII
-    "utf-8": "éß中文α", "utf-8-sig": "éß中文α", "gbk": "中文αé", "latin-1": "éßñ",
+    "utf-8": "éß中文α",
+    "utf-8-sig": "éß中文α",
+    "gbk": "中文αé",
+    "latin-1": "éßñ",
 }
 
 
@@ -126,18 +146,22 @@ ALPHABET = {  # characters each encoding can hold, beyond ASCII
 def statement(draw, eol: str, encoding: str) -> str:
     text = draw(st.text(alphabet="abcxyz 0123456789-+\t" + ALPHABET[encoding], max_size=12))
     ws, ws2, q = draw(WS), draw(WS), draw(QUOTE)
-    return draw(st.sampled_from([
-        f"x{ws}={ws2}torch.zeros(1,{ws}device={q}cuda{q})",
-        f"y{ws}={ws2}x.cuda({ws})",
-        f"torch.cuda.synchronize({ws})",
-        f"if x.is_cuda:{ws} pass",
-        f"#{ws}{text}",
-        f"s = {q}{text}{q}{ws2}# {text}",
-        f"z = x.to({q}cuda:{draw(st.integers(0, 7))}{q}){ws}",
-        "",
-        f"if True:{eol}\tw = torch.cuda.current_device(){ws}",
-        f"v = [{eol}    1,{ws}{eol}]",
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                f"x{ws}={ws2}torch.zeros(1,{ws}device={q}cuda{q})",
+                f"y{ws}={ws2}x.cuda({ws})",
+                f"torch.cuda.synchronize({ws})",
+                f"if x.is_cuda:{ws} pass",
+                f"#{ws}{text}",
+                f"s = {q}{text}{q}{ws2}# {text}",
+                f"z = x.to({q}cuda:{draw(st.integers(0, 7))}{q}){ws}",
+                "",
+                f"if True:{eol}\tw = torch.cuda.current_device(){ws}",
+                f"v = [{eol}    1,{ws}{eol}]",
+            ]
+        )
+    )
 
 
 @st.composite
@@ -178,13 +202,16 @@ def test_only_changed_tokens_differ(case):
 # ---- files that do not parse
 
 
-@pytest.mark.parametrize("source,line,col", [
-    (b"print 'hello'\nx.cuda()\n", 1, 1),
-    (b"import torch\nexec 'x = 1'\n", 2, 1),
-    (b"def f(:\n    return x.cuda()\n", 1, 7),
-    (b"x = (\n", 1, 5),
-    (b"import torch\nif x:\nx.cuda()\n", 3, 1),
-])
+@pytest.mark.parametrize(
+    "source,line,col",
+    [
+        (b"print 'hello'\nx.cuda()\n", 1, 1),
+        (b"import torch\nexec 'x = 1'\n", 2, 1),
+        (b"def f(:\n    return x.cuda()\n", 1, 7),
+        (b"x = (\n", 1, 5),
+        (b"import torch\nif x:\nx.cuda()\n", 3, 1),
+    ],
+)
 def test_syntax_errors_raise_source_error_with_position(source, line, col):
     with pytest.raises(SourceError) as info:
         convert(source, cached_ruleset())

@@ -14,17 +14,43 @@ from transplant.filekinds import KINDS, LANGUAGE_KINDS, detect_kind, file_kind, 
 yaml = pytest.importorskip("yaml")
 
 
-@pytest.mark.parametrize("path, kind", [
-    ("a/b.py", "python"), ("B.PYW", "python"), ("stubs/x.pyi", "python"), ("nb.ipynb", "notebook"),
-    ("run.sh", "shell"), ("x\\y.bash", "shell"), ("k.cu", "cpp"), ("k.cuh", "cpp"), ("ops.c++", "cpp"),
-    ("inc/x.h", "cpp"), ("requirements.txt", "requirements"), ("dev-requirements.txt", "requirements"),
-    ("constraints-gpu.txt", "requirements"), ("requirements/base.txt", "requirements"),
-    ("a/requirements/sub/x.txt", "requirements"), ("notes.txt", "other"), ("a/requirements.txt.bak", "other"),
-    ("setup.cfg", "config"), ("c.YAML", "config"), ("pyproject.toml", "config"), ("Dockerfile", "dockerfile"),
-    ("ci/Containerfile", "dockerfile"), ("Dockerfile.gpu", "dockerfile"), ("gpu.dockerfile", "dockerfile"),
-    ("Dockerfile.yaml", "config"), ("mydockerfile", "other"), ("run.zsh", "other"), ("README.md", "other"),
-    ("Makefile", "build"), ("CMakeLists.txt", "build"), ("rules.mk", "build"), ("Makefile.am", "other"),
-])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("a/b.py", "python"),
+        ("B.PYW", "python"),
+        ("stubs/x.pyi", "python"),
+        ("nb.ipynb", "notebook"),
+        ("run.sh", "shell"),
+        ("x\\y.bash", "shell"),
+        ("k.cu", "cpp"),
+        ("k.cuh", "cpp"),
+        ("ops.c++", "cpp"),
+        ("inc/x.h", "cpp"),
+        ("requirements.txt", "requirements"),
+        ("dev-requirements.txt", "requirements"),
+        ("constraints-gpu.txt", "requirements"),
+        ("requirements/base.txt", "requirements"),
+        ("a/requirements/sub/x.txt", "requirements"),
+        ("notes.txt", "other"),
+        ("a/requirements.txt.bak", "other"),
+        ("setup.cfg", "config"),
+        ("c.YAML", "config"),
+        ("pyproject.toml", "config"),
+        ("Dockerfile", "dockerfile"),
+        ("ci/Containerfile", "dockerfile"),
+        ("Dockerfile.gpu", "dockerfile"),
+        ("gpu.dockerfile", "dockerfile"),
+        ("Dockerfile.yaml", "config"),
+        ("mydockerfile", "other"),
+        ("run.zsh", "other"),
+        ("README.md", "other"),
+        ("Makefile", "build"),
+        ("CMakeLists.txt", "build"),
+        ("rules.mk", "build"),
+        ("Makefile.am", "other"),
+    ],
+)
 def test_file_kind(path, kind):
     assert file_kind(path) == kind
 
@@ -32,9 +58,16 @@ def test_file_kind(path, kind):
 def test_names_given_on_the_command_line_and_shebangs():
     assert named_kind("x.zsh") == named_kind("x.TCSH") == "shell"
     assert named_kind("notes.md") is None
-    for line, kind in [(b"#!/usr/bin/env python3", "python"), (b"#!/usr/bin/python3.11 -u", "python"),
-                       (b"#! /bin/bash", "shell"), (b"#!/usr/bin/env mksh", "shell"), (b"#!/bin/sh -e", "shell"),
-                       (b"#!/usr/bin/env node", None), (b"#!/bin/fish", None), (b"import os", None)]:
+    for line, kind in [
+        (b"#!/usr/bin/env python3", "python"),
+        (b"#!/usr/bin/python3.11 -u", "python"),
+        (b"#! /bin/bash", "shell"),
+        (b"#!/usr/bin/env mksh", "shell"),
+        (b"#!/bin/sh -e", "shell"),
+        (b"#!/usr/bin/env node", None),
+        (b"#!/bin/fish", None),
+        (b"import os", None),
+    ]:
         assert shebang_kind(line + b"\n") == kind, line
     assert detect_kind("tool", b"#!/bin/bash\n") == "shell"
     assert detect_kind("tool.py", b"#!/bin/bash\n") == "python"  # the name decides first

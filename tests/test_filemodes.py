@@ -62,8 +62,9 @@ def parse_lines(text: str) -> list[re.Match]:
 
 
 def run_module(*argv: str, input: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transplant", *argv], input=input, capture_output=True,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "transplant", *argv], input=input, capture_output=True, cwd=cwd, timeout=120
+    )
 
 
 # --------------------------------------------------------------------------- --check
@@ -128,12 +129,30 @@ def test_check_shell_script_and_notebook(work, capsys):
 
 
 def test_check_shows_shell_commands_run_from_python_and_notebooks(work, capsys):
-    (work / "gpu.py").write_text('import subprocess as sp\nfrom os import system\n\nsystem("nvidia-smi")\n'
-                                 'sp.run(["nvidia-smi", "-L"])\nprint("nvidia-smi -L")\n', encoding="utf-8")
-    (work / "gpu.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
-                                                           "execution_count": None,
-                                                           "source": ["x = 1\n", "!nvidia-smi -L\n"]}],
-                                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    (work / "gpu.py").write_text(
+        'import subprocess as sp\nfrom os import system\n\nsystem("nvidia-smi")\n'
+        'sp.run(["nvidia-smi", "-L"])\nprint("nvidia-smi -L")\n',
+        encoding="utf-8",
+    )
+    (work / "gpu.ipynb").write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                        "source": ["x = 1\n", "!nvidia-smi -L\n"],
+                    }
+                ],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        ),
+        encoding="utf-8",
+    )
     code, out, _ = cli(capsys, "--check", "gpu.py", "gpu.ipynb")
     assert code == 1
     rows = [(m["path"], m["line"], m["col"], m["code"]) for m in parse_lines(out)]
@@ -324,8 +343,7 @@ def test_json_reads_back_with_every_field(work, capsys):
     text_code, text_out, _ = cli(capsys, "--check", "train.py", "clean.py")
     text_rows = [(m["path"], int(m["line"]), int(m["col"]), m["code"]) for m in parse_lines(text_out)]
     assert [(i["path"], i["line"], i["column"], i["code"]) for i in items] == text_rows
-    keys = {"path", "line", "column", "end_line", "end_column", "code", "level", "message", "fix",
-            "suggestion", "rule"}
+    keys = {"path", "line", "column", "end_line", "end_column", "code", "level", "message", "fix", "suggestion", "rule"}
     assert all(set(i) == keys for i in items)
     by_code = {i["code"]: i for i in items}
     assert by_code["TP101"]["level"] == "fix"
@@ -392,8 +410,9 @@ def test_skip_comments_in_shell_scripts(work, capsys):
     assert code == 1
     assert [(m["path"], m["line"]) for m in parse_lines(out)] == [("a.sh", "2")]
     cli(capsys, "--in-place", "a.sh", "b.sh")
-    assert Path("a.sh").read_bytes() == (b"export CUDA_VISIBLE_DEVICES=0  # transplant: skip\n"
-                                         b"export ASCEND_RT_VISIBLE_DEVICES=1\n")
+    assert Path("a.sh").read_bytes() == (
+        b"export CUDA_VISIBLE_DEVICES=0  # transplant: skip\nexport ASCEND_RT_VISIBLE_DEVICES=1\n"
+    )
     assert Path("b.sh").read_bytes() == b"#!/bin/sh\n# transplant: skip-file\nexport CUDA_VISIBLE_DEVICES=0\n"
 
 
@@ -473,7 +492,8 @@ def test_user_rules_apply_as_in_repository_mode(work, capsys):
     code, out, _ = cli(capsys, "--check", "-r", "user_rules.json", "uses_mylib.py")
     assert code == 1
     assert [(m["line"], m["code"], m["message"]) for m in parse_lines(out)] == [
-        ("3", "TP101", "mylib.cuda_kernel -> mylib.npu_kernel")]
+        ("3", "TP101", "mylib.cuda_kernel -> mylib.npu_kernel")
+    ]
 
 
 def test_invalid_user_rules_are_a_usage_error(work, capsys):
@@ -546,16 +566,19 @@ def test_file_of_unknown_type_is_exit_2(work, capsys):
     assert "notes.md: not a file type transplant converts" in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--check"], "no files or folders given"),
-    (["--in-place", "-"], "--in-place cannot be used with -"),
-    (["train.py", "-"], "unexpected arguments"),
-    (["-", "train.py"], "cannot be combined with other paths"),
-    (["--check", "-", "train.py"], "cannot be combined with other paths"),
-    (["--check", "--stdin-filename", "x.py", "train.py"], "--stdin-filename is only used with -"),
-    (["--check", "-i", "train.py", "-o", "out", "train.py"], "cannot be combined"),
-    (["--check", "--diff", "train.py"], "not allowed with argument"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--check"], "no files or folders given"),
+        (["--in-place", "-"], "--in-place cannot be used with -"),
+        (["train.py", "-"], "unexpected arguments"),
+        (["-", "train.py"], "cannot be combined with other paths"),
+        (["--check", "-", "train.py"], "cannot be combined with other paths"),
+        (["--check", "--stdin-filename", "x.py", "train.py"], "--stdin-filename is only used with -"),
+        (["--check", "-i", "train.py", "-o", "out", "train.py"], "cannot be combined"),
+        (["--check", "--diff", "train.py"], "not allowed with argument"),
+    ],
+)
 def test_usage_errors_exit_2(work, capsys, argv, message):
     before = snapshot(work)
     code, out, err = cli(capsys, *argv)
@@ -600,13 +623,27 @@ def _hook_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
-               PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PRE_COMMIT_COLOR="never")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
+        PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
+        PRE_COMMIT_COLOR="never",
+    )
     env.pop("GIT_DIR", None)
     env.pop("GIT_INDEX_FILE", None)
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     hook_repo = tmp_path / "hook-repo"
     for rel in filter(None, listed):
         src = REPO / rel
@@ -633,11 +670,14 @@ def _user_repo(tmp_path: Path, env: dict[str, str]) -> Path:
 
 
 def _pre_commit(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "pre_commit", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     output = proc.stdout + proc.stderr
-    offline = (r"Could not find a version that satisfies|No matching distribution found|NewConnectionError|"
-               r"Max retries exceeded|Temporary failure in name resolution|Network is unreachable")
+    offline = (
+        r"Could not find a version that satisfies|No matching distribution found|NewConnectionError|"
+        r"Max retries exceeded|Temporary failure in name resolution|Network is unreachable"
+    )
     if proc.returncode == 3 and re.search(offline, output):
         pytest.skip("pre-commit could not install the hook's environment (no package index?):\n" + output[-2000:])
     return proc
@@ -665,11 +705,13 @@ def test_pre_commit_config_with_both_hooks(tmp_path):
     pytest.importorskip("pre_commit")
     hook_repo, env = _hook_repo(tmp_path)
     user = _user_repo(tmp_path, env)
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    rev = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hook_repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
     (user / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n"
-        "      - id: transplant-check\n      - id: transplant-fix\n")
+        "      - id: transplant-check\n      - id: transplant-fix\n"
+    )
     subprocess.run(["git", "add", "-A"], cwd=user, env=env, check=True)
     first = _pre_commit(["run", "--all-files"], user, env)
     assert first.returncode == 1, first.stdout + first.stderr
@@ -687,8 +729,10 @@ def test_checking_files_without_cuda_code_loads_no_parser(tmp_path: Path) -> Non
     plain.write_text("import os\nprint(os.getcwd())\n", encoding="utf-8")
     cuda = tmp_path / "gpu.py"
     cuda.write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
-    probe = ("import sys\nfrom transplant.cli import main\ncode = main(['--check', sys.argv[1]])\n"
-             "print(code, 'libcst' in sys.modules, 'jsonschema' in sys.modules)\n")
+    probe = (
+        "import sys\nfrom transplant.cli import main\ncode = main(['--check', sys.argv[1]])\n"
+        "print(code, 'libcst' in sys.modules, 'jsonschema' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", probe, str(plain)], capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr
     out = subprocess.run([sys.executable, "-c", probe, str(cuda)], capture_output=True, text=True, cwd=tmp_path)

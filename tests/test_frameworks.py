@@ -87,14 +87,18 @@ def test_lightning_accelerator_needs_a_lightning_import():
 
 
 def test_attention_keyword_styles():
-    source = (b'import transformers as tf\n'
-              b'cfg = {}\n'
-              b'cfg["attn_implementation"] = "flash_attention_2"\n'
-              b'm = tf.AutoModel.from_config(c, attn_implementation="eager")\n'
-              b'c = dict(attn_implementation="flash_attention_2")\n'
-              b'x: str = "flash_attention_2"  # a plain variable is not a setting\n')
+    source = (
+        b"import transformers as tf\n"
+        b"cfg = {}\n"
+        b'cfg["attn_implementation"] = "flash_attention_2"\n'
+        b'm = tf.AutoModel.from_config(c, attn_implementation="eager")\n'
+        b'c = dict(attn_implementation="flash_attention_2")\n'
+        b'x: str = "flash_attention_2"  # a plain variable is not a setting\n'
+    )
     assert [(r.line, r.api, r.level) for r in python_findings(source)] == [
-        (3, "flash_attention_2", "warning"), (5, "flash_attention_2", "warning")]
+        (3, "flash_attention_2", "warning"),
+        (5, "flash_attention_2", "warning"),
+    ]
 
 
 def test_framework_config_lookalikes():
@@ -120,18 +124,20 @@ def test_build_files():
     assert file_kind("native/CMakeLists.txt") == "build" and file_kind("Makefile") == "build"
     assert file_kind("cmake/FindNCCL.cmake") == "build" and file_kind("notes.txt") == "other"
     ext = b"find_package(Torch REQUIRED)\nenable_language(CUDA)\nadd_library(ops SHARED ops.cu)\n"
-    record, = convert_build_file("CMakeLists.txt", ext).records
+    (record,) = convert_build_file("CMakeLists.txt", ext).records
     assert record.line == 2 and record.api == "CUDA build" and "NpuExtension" in record.suggestion
     assert convert_build_file("Makefile", b"# nvcc is not used here\nall:\n\tgcc -o a a.c\n").records == []
-    program, = convert_build_file("Makefile", b"all:\n\tnvcc -o a a.cu -lnccl\n").records
+    (program,) = convert_build_file("Makefile", b"all:\n\tnvcc -o a a.cu -lnccl\n").records
     assert program.api == "CUDA program" and "Ascend C" in program.suggestion and "(nvcc, NCCL)" in program.message
 
 
 def test_dependency_routes_fit_the_use():
     from transplant.formats.requirements import convert_requirements
 
-    text = (b"bitsandbytes\nxformers\nflash-attn-triton\ncausal-conv1d>=1.2\nmamba-ssm\nnvidia-cutlass-dsl\n"
-            b"nvidia-cublas-cu12\nonnxruntime-gpu\nvllm\n")
+    text = (
+        b"bitsandbytes\nxformers\nflash-attn-triton\ncausal-conv1d>=1.2\nmamba-ssm\nnvidia-cutlass-dsl\n"
+        b"nvidia-cublas-cu12\nonnxruntime-gpu\nvllm\n"
+    )
     routes = {r.api: r.suggestion for r in convert_requirements(text).records}
     assert "unquantised" in routes["bitsandbytes"] and "NpuFusedAdamW" in routes["bitsandbytes"]  # loading, optimisers
     assert "npu_swiglu" in routes["xformers"] and "scaled_dot_product_attention" in routes["xformers"]
@@ -165,12 +171,14 @@ def test_optional_import_lines():
 
     from transplant.project.library_context import optional_import_lines
 
-    tree = ast.parse("try:\n    import a\nexcept ImportError:\n    a = None\n"
-                     "try:\n    import b\nexcept KeyError:\n    pass\n"
-                     "try:\n    x = 1\nexcept ImportError:\n    pass\n"
-                     "try:\n    import c\nexcept ImportError as e:\n    print(e)\n    sys.exit(-1)\n"
-                     "try:\n    import d\nexcept ImportError:\n    logging.error('install d')\n"
-                     "try:\n    import e\nexcept ImportError:\n    HAS_E = False\n")
+    tree = ast.parse(
+        "try:\n    import a\nexcept ImportError:\n    a = None\n"
+        "try:\n    import b\nexcept KeyError:\n    pass\n"
+        "try:\n    x = 1\nexcept ImportError:\n    pass\n"
+        "try:\n    import c\nexcept ImportError as e:\n    print(e)\n    sys.exit(-1)\n"
+        "try:\n    import d\nexcept ImportError:\n    logging.error('install d')\n"
+        "try:\n    import e\nexcept ImportError:\n    HAS_E = False\n"
+    )
     # a clause that exits, raises or only logs makes the import required
     assert optional_import_lines(tree) == ({2, 23}, {3, 4, 24, 25})
 
@@ -178,8 +186,10 @@ def test_optional_import_lines():
 def test_words_that_describe_a_project_are_not_settings():
     from transplant.formats.configs import convert_config
 
-    data = b'[project]\nkeywords = ["cuda", "pytorch"]\nclassifiers = ["Environment :: GPU :: NVIDIA CUDA"]\n' \
-           b'[tool.run]\nname = "cuda"\n'
+    data = (
+        b'[project]\nkeywords = ["cuda", "pytorch"]\nclassifiers = ["Environment :: GPU :: NVIDIA CUDA"]\n'
+        b'[tool.run]\nname = "cuda"\n'
+    )
     assert [r.line for r in convert_config("pyproject.toml", data).records] == [5]
 
 
@@ -190,12 +200,14 @@ def test_a_helper_build_with_function_local_sources_names_its_operators(tmp_path
         "import os\nfrom . import custom_ops\nSOURCES = ['unrelated.cpp']\n\n\ndef _init():\n"
         "    sources = ['act.cpp', 'act.cu']\n"
         "    sources = [os.path.join(os.path.dirname(__file__), s) for s in sources]\n"
-        "    return custom_ops.get_plugin('act_plugin', sources=sources, extra_cuda_cflags=['--use_fast_math'])\n")
-    (root / "ops" / "act.cpp").write_text('#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n'
-                                          '  m.def("act", &act);\n}\n')
+        "    return custom_ops.get_plugin('act_plugin', sources=sources, extra_cuda_cflags=['--use_fast_math'])\n"
+    )
+    (root / "ops" / "act.cpp").write_text(
+        '#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  m.def("act", &act);\n}\n'
+    )
     (root / "ops" / "act.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
     rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
     registered = [r for r in rows if r[0] == "ops/act.cpp"]
     assert [(r[4], r[5]) for r in registered] == [("act_plugin.act", "warning")]  # not TORCH_EXTENSION_NAME.act
-    build, = [r for r in rows if r[0] == "ops/act.py"]
+    (build,) = [r for r in rows if r[0] == "ops/act.py"]
     assert "(act.cpp, act.cu)" in build[6]

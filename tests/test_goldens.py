@@ -11,6 +11,7 @@ import goldens
 def switch(monkeypatch):
     def set_to(on: bool) -> None:
         monkeypatch.setitem(goldens._switch, "on", on)
+
     return set_to
 
 

@@ -27,15 +27,18 @@ def codes(conv) -> list[tuple[int, str]]:
     return [(r.line, r.code) for r in conv.findings if r.code.startswith("TP24")]
 
 
-@pytest.mark.parametrize("header,test", [
-    ("import torch.cuda as tc", "tc.is_available()"),
-    ("from torch import cuda", "cuda.is_available()"),
-    ("import torch", "torch.cuda.device_count() > 0"),
-    ("import torch", "x.is_cuda"),
-    ("import torch", "(x if x is not None else y).device.type == 'cuda'"),
-    ("import torch", "str(x.device).startswith('cuda')"),
-    ("import torch", "'cuda' in str(x.device)"),
-])
+@pytest.mark.parametrize(
+    "header,test",
+    [
+        ("import torch.cuda as tc", "tc.is_available()"),
+        ("from torch import cuda", "cuda.is_available()"),
+        ("import torch", "torch.cuda.device_count() > 0"),
+        ("import torch", "x.is_cuda"),
+        ("import torch", "(x if x is not None else y).device.type == 'cuda'"),
+        ("import torch", "str(x.device).startswith('cuda')"),
+        ("import torch", "'cuda' in str(x.device)"),
+    ],
+)
 def test_every_spelling_of_a_cuda_test_in_front_of_triton_is_kept(header, test):
     source = f"{header}\n\n\ndef f(x, y):\n    if {test}:\n        import triton\n        return x\n    return y\n"
     new, conv = run(source)
@@ -44,49 +47,62 @@ def test_every_spelling_of_a_cuda_test_in_front_of_triton_is_kept(header, test):
 
 
 def test_a_kept_test_through_a_from_import_leaves_the_import():
-    source = ("from torch.cuda import is_available, synchronize\n\n\n"
-              "def f(x):\n    if is_available():\n        from flash_attn import flash_attn_func\n"
-              "        return flash_attn_func(x, x, x)\n    return x\n")
+    source = (
+        "from torch.cuda import is_available, synchronize\n\n\n"
+        "def f(x):\n    if is_available():\n        from flash_attn import flash_attn_func\n"
+        "        return flash_attn_func(x, x, x)\n    return x\n"
+    )
     new, conv = run(source)
     assert new.startswith("from torch.cuda import is_available")
     assert "    if is_available():\n" in new
     assert (1, "TP240") in codes(conv) and (5, "TP240") in codes(conv)
 
 
-@pytest.mark.parametrize("build", [
-    'load("ext", ["a.cpp", "a.cu"])',
-    'load(name="ext", sources=["a.cpp", "a.cu"])',
-    'load_inline("ext", cpp_src, cuda_sources=cu_src)',
-    'load_inline(name="ext", cpp_sources=cpp_src, extra_cuda_cflags=["-O3"])',
-    'my_builder("ext", sources=SOURCES + ["k.cuh"])',
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        'load("ext", ["a.cpp", "a.cu"])',
+        'load(name="ext", sources=["a.cpp", "a.cu"])',
+        'load_inline("ext", cpp_src, cuda_sources=cu_src)',
+        'load_inline(name="ext", cpp_sources=cpp_src, extra_cuda_cflags=["-O3"])',
+        'my_builder("ext", sources=SOURCES + ["k.cuh"])',
+    ],
+)
 def test_runtime_builds_by_position_keyword_and_helper(build):
-    source = ("import torch\nfrom torch.utils.cpp_extension import load, load_inline\n\n_ext = None\n\n\n"
-              f"def _get():\n    global _ext\n    _ext = {build}\n    return _ext\n\n\n"
-              "def op(x):\n    if x.device.type == 'cuda':\n        return _get().op(x)\n    return x * 2\n")
+    source = (
+        "import torch\nfrom torch.utils.cpp_extension import load, load_inline\n\n_ext = None\n\n\n"
+        f"def _get():\n    global _ext\n    _ext = {build}\n    return _ext\n\n\n"
+        "def op(x):\n    if x.device.type == 'cuda':\n        return _get().op(x)\n    return x * 2\n"
+    )
     new, conv = run(source)
     assert "    if x.device.type == 'cuda':\n" in new
     assert any(r.code == "TP240" and "(line 9)" in r.message for r in conv.findings)
 
 
 def test_a_branch_that_reaches_nothing_cuda_only_still_converts():
-    source = ("import torch\n\n\ndef helper(x):\n    return x.half()\n\n\n"
-              "def f(x):\n    if x.is_cuda:\n        return helper(x)\n    return x\n")
+    source = (
+        "import torch\n\n\ndef helper(x):\n    return x.half()\n\n\n"
+        "def f(x):\n    if x.is_cuda:\n        return helper(x)\n    return x\n"
+    )
     new, conv = run(source)
     assert "    if x.is_npu:\n" in new
     assert codes(conv) == []
 
 
 def test_recursion_between_functions_ends():
-    source = ("import torch\n\n\ndef a(x):\n    return b(x)\n\n\ndef b(x):\n    return a(x)\n\n\n"
-              "def f(x):\n    if x.is_cuda:\n        return a(x)\n    return x\n")
+    source = (
+        "import torch\n\n\ndef a(x):\n    return b(x)\n\n\ndef b(x):\n    return a(x)\n\n\n"
+        "def f(x):\n    if x.is_cuda:\n        return a(x)\n    return x\n"
+    )
     new, _ = run(source)
     assert "    if x.is_npu:\n" in new
 
 
 def test_a_skip_comment_silences_the_finding_and_the_conversion_keeps_the_test():
-    source = ("import torch\nimport triton\n\n\n"
-              "def f(x):\n    if x.is_cuda:  # transplant: skip\n        return triton.cdiv(x, 2)\n    return x\n")
+    source = (
+        "import torch\nimport triton\n\n\n"
+        "def f(x):\n    if x.is_cuda:  # transplant: skip\n        return triton.cdiv(x, 2)\n    return x\n"
+    )
     new, conv = run(source)
     assert "    if x.is_cuda:  # transplant: skip\n" in new
     assert codes(conv) == []
@@ -111,7 +127,9 @@ def test_the_pre_check_is_cheap_and_sound():
 def test_the_projects_own_cuda_extension_is_cuda_only_code(tmp_path: Path):
     (tmp_path / "csrc").mkdir()
     (tmp_path / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n', encoding="utf-8")
-    model = b"import torch\nimport my_ext\n\n\ndef go(x):\n    if x.is_cuda:\n        return my_ext.go(x)\n    return x\n"
+    model = (
+        b"import torch\nimport my_ext\n\n\ndef go(x):\n    if x.is_cuda:\n        return my_ext.go(x)\n    return x\n"
+    )
     (tmp_path / "model.py").write_bytes(model)
     facts = gather([(p.relative_to(tmp_path).as_posix(), str(p)) for p in tmp_path.rglob("*") if p.is_file()])
     result = convert_file("model.py", model, cached_ruleset(), facts=facts)
@@ -126,22 +144,39 @@ def test_the_projects_own_cuda_extension_is_cuda_only_code(tmp_path: Path):
 def test_a_notebook_guard_across_cells(tmp_path: Path):
     from transplant.formats.notebooks import convert_notebook
 
-    cells = [["import torch\n", "from torch.utils.cpp_extension import load_inline\n",
-              "ext = load_inline('k', cpp_src, cuda_sources=cu_src)\n"],
-             ["def f(x):\n", "    if x.is_cuda:\n", "        return ext.k(x)\n", "    return x.cuda()\n"]]
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None}
-                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    cells = [
+        [
+            "import torch\n",
+            "from torch.utils.cpp_extension import load_inline\n",
+            "ext = load_inline('k', cpp_src, cuda_sources=cu_src)\n",
+        ],
+        ["def f(x):\n", "    if x.is_cuda:\n", "        return ext.k(x)\n", "    return x.cuda()\n"],
+    ]
+    nb = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     conv = convert_notebook(json.dumps(nb, indent=1).encode(), cached_ruleset())
     out = json.loads(conv.new)
-    assert out["cells"][1]["source"] == ["def f(x):\n", "    if x.is_cuda:\n", "        return ext.k(x)\n",
-                                         "    return x.npu()\n"]
+    assert out["cells"][1]["source"] == [
+        "def f(x):\n",
+        "    if x.is_cuda:\n",
+        "        return ext.k(x)\n",
+        "    return x.npu()\n",
+    ]
     assert any(r.code == "TP240" for r in conv.findings)
 
 
 def test_npu_names_the_findings_suggest_exist_in_torch_npu():
     names = public_names()
-    text = "".join((REPO / "transplant" / "guards" / name).read_text(encoding="utf-8")
-                   for name in ("__init__.py", "reach.py", "probes.py", "sites.py"))
+    text = "".join(
+        (REPO / "transplant" / "guards" / name).read_text(encoding="utf-8")
+        for name in ("__init__.py", "reach.py", "probes.py", "sites.py")
+    )
     suggested = set(re.findall(r"torch_npu(?:\.\w+)+", text))
     assert "torch_npu.npu.is_bf16_supported" in suggested
     for name in suggested:

@@ -35,7 +35,7 @@ def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, k
     else:
         base = module.split(".") if is_package else module.split(".")[:-1]
         if node.level:
-            base = base[:len(base) - node.level + 1]
+            base = base[: len(base) - node.level + 1]
             target = ".".join(base + ([node.module] if node.module else []))
         else:
             target = node.module or ""
@@ -131,7 +131,8 @@ def test_no_two_packages_import_each_other():
     graph: dict[str, set[str]] = {}
     for module, targets in modules.items():
         graph.setdefault(_package_of(module), set()).update(
-            _package_of(t) for t in targets if _package_of(t) != _package_of(module))
+            _package_of(t) for t in targets if _package_of(t) != _package_of(module)
+        )
     assert _described(graph, cycles(graph)) == []
 
 

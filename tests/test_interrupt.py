@@ -82,8 +82,13 @@ def test_a_stop_signal_ends_the_run_and_its_workers_at_once(tmp_path, project, m
     args = [a.format(proj=project, out=out) for a in MODES[mode]]
     repo = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(marks), "-j", "2", "-q", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "driver.py"), str(marks), "-j", "2", "-q", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 120
         while len(list(marks.iterdir())) < 2 and proc.poll() is None and time.monotonic() < deadline:
@@ -113,8 +118,14 @@ def test_a_stop_signal_ends_the_run_and_its_workers_at_once(tmp_path, project, m
 
 def _initialized(proc: subprocess.Popen) -> bool:
     """Send LSP's initialize request; True once the server answers (its signal handling is set up)."""
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                       "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}},
+        }
+    ).encode()
     proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     proc.stdin.flush()
     answer = b""
@@ -132,8 +143,13 @@ def _initialized(proc: subprocess.Popen) -> bool:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_the_language_server_stops_on_a_signal(signum):
     pytest.importorskip("pygls")
-    proc = subprocess.Popen([sys.executable, "-m", "transplant", "lsp"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "transplant", "lsp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     try:
         assert _initialized(proc), "the server did not answer initialize"
         proc.send_signal(signum)

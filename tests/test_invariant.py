@@ -17,8 +17,11 @@ from test_fixtures import options_of
 from transplant.engine import convert
 from transplant.reports.linemap import new_lines
 
-SOURCES = sorted(p for p in FIXTURES.rglob("*.py")
-                 if not p.name.endswith(".out.py") and "_msft" not in str(p) and "expected" not in p.parts)
+SOURCES = sorted(
+    p
+    for p in FIXTURES.rglob("*.py")
+    if not p.name.endswith(".out.py") and "_msft" not in str(p) and "expected" not in p.parts
+)
 
 
 SHIM = "another backend's compatibility layer"
@@ -112,35 +115,74 @@ PIECES = [
     "os.system(f'nvidia-smi -i {{i}}')",
     "print('nvidia-smi -L')",
 ]
-HEADER = ("import os\nimport importlib\nfrom unittest import mock\nimport torch\nimport torch.cuda as tc\nimport torch.distributed as dist\nimport cupy\n"
-          "import subprocess as sp\nfrom flash_attn import flash_attn_func\nfrom apex import amp\n")
+HEADER = (
+    "import os\nimport importlib\nfrom unittest import mock\nimport torch\nimport torch.cuda as tc\nimport torch.distributed as dist\nimport cupy\n"
+    "import subprocess as sp\nfrom flash_attn import flash_attn_func\nfrom apex import amp\n"
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(["synchronize", "some_new_api", "memory_stats",
-                                                                      "_private"]), st.integers(0, 7)),
-                min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(PIECES),
+            st.sampled_from(["synchronize", "some_new_api", "memory_stats", "_private"]),
+            st.integers(0, 7),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_generated_programs_leave_nothing_silent(pieces):
     body = "\n".join(p.format(name=name, n=n) for p, name, n in pieces)
     assert unreported((HEADER + body + "\n").encode()) == {}
 
 
-COMMAND_CALLS = ["os.system({s})", "sp.run({l})", "sp.run({s}, shell=True)", "run({l}, capture_output=True)",
-                 "sp.check_output({l})", "sp.call(shlex.split({s}))", "sp.Popen({l}, stdout=sp.PIPE)", "run({s})",
-                 "print({s})", "log.info({l})"]
-COMMAND_STRINGS = ["'nvidia-smi'", "'nvidia-smi -L'", "'nvcc -V'", "'echo nvidia-smi'", "f'nvidia-smi -i {{i}}'",
-                   "'ls; nvidia-smi'", "'nvidia-smi | head'", "'my-nvidia-smi'"]
-COMMAND_LISTS = ["['nvidia-smi']", "['nvidia-smi', '-L']", "('nvidia-smi',)", "['echo', 'nvidia-smi']", "['nvcc']",
-                 "['/usr/bin/nvidia-smi']"]
+COMMAND_CALLS = [
+    "os.system({s})",
+    "sp.run({l})",
+    "sp.run({s}, shell=True)",
+    "run({l}, capture_output=True)",
+    "sp.check_output({l})",
+    "sp.call(shlex.split({s}))",
+    "sp.Popen({l}, stdout=sp.PIPE)",
+    "run({s})",
+    "print({s})",
+    "log.info({l})",
+]
+COMMAND_STRINGS = [
+    "'nvidia-smi'",
+    "'nvidia-smi -L'",
+    "'nvcc -V'",
+    "'echo nvidia-smi'",
+    "f'nvidia-smi -i {{i}}'",
+    "'ls; nvidia-smi'",
+    "'nvidia-smi | head'",
+    "'my-nvidia-smi'",
+]
+COMMAND_LISTS = [
+    "['nvidia-smi']",
+    "['nvidia-smi', '-L']",
+    "('nvidia-smi',)",
+    "['echo', 'nvidia-smi']",
+    "['nvcc']",
+    "['/usr/bin/nvidia-smi']",
+]
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(COMMAND_CALLS), st.sampled_from(COMMAND_STRINGS),
-                          st.sampled_from(COMMAND_LISTS)), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(COMMAND_CALLS), st.sampled_from(COMMAND_STRINGS), st.sampled_from(COMMAND_LISTS)),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_generated_command_calls_are_converted_once_and_never_silent(calls):
     lines = [call.format(s=s, l=l) for call, s, l in calls]
-    source = ("import os\nimport shlex\nimport subprocess as sp\nfrom subprocess import run\n"
-              + "\n".join(lines) + "\n").encode()
+    source = (
+        "import os\nimport shlex\nimport subprocess as sp\nfrom subprocess import run\n" + "\n".join(lines) + "\n"
+    ).encode()
     assert unreported(source) == {}
     conv = convert(source, options_of(source))
     new = conv.new if conv.new is not None else source
@@ -153,6 +195,7 @@ def test_generated_command_calls_are_converted_once_and_never_silent(calls):
 
 
 # ---- issue 18, pattern 3: every name the conversion writes is bound where it runs (unbound.py)
+
 
 def unbound_after(source: bytes) -> dict[int, str]:
     conv = convert(source, options_of(source))
@@ -172,23 +215,41 @@ def test_no_written_name_is_unbound(path: Path):
 def test_the_unbound_reader_sees_what_it_should():
     # a reader that finds nothing proves nothing: it must see each kind of unbound use
     assert unbound(b"import torch\ndef f():\n    import torch_npu\ndef g():\n    torch_npu.npu.synchronize()\n") == {
-        5: "torch_npu"}
+        5: "torch_npu"
+    }
     assert unbound(b"torch_npu.npu.synchronize()\nimport torch_npu\n") == {1: "torch_npu"}
     assert unbound(b"if c:\n    import torch_npu\ntorch_npu.npu.init()\n") == {3: "torch_npu"}
     assert unbound(b"if c:\n    import torch_npu\n    torch_npu.npu.init()\n") == {}
-    assert unbound(b"try:\n    import torch_npu\nexcept ImportError:\n    pass\ndef f():\n    torch_npu.npu.init()\n") == {}
+    assert (
+        unbound(b"try:\n    import torch_npu\nexcept ImportError:\n    pass\ndef f():\n    torch_npu.npu.init()\n")
+        == {}
+    )
 
 
 SCOPED_IMPORTS = ["import torch_npu", "import torch", "from torch.cuda import amp", "import torch.cuda as tc"]
-SCOPED_USES = ["torch.cuda.synchronize()", "x = torch.zeros(1).cuda()", "tc.empty_cache()", "amp.GradScaler()",
-               "y = torch.tensor(1, device='cuda')", "z = torch.cuda.OutOfMemoryError"]
-WRAPPERS = ["{s}", "def f{i}():\n    {s}", "class C{i}:\n    def m(self):\n        {s}", "if flag:\n    {s}",
-            "try:\n    {s}\nexcept ImportError:\n    pass"]
+SCOPED_USES = [
+    "torch.cuda.synchronize()",
+    "x = torch.zeros(1).cuda()",
+    "tc.empty_cache()",
+    "amp.GradScaler()",
+    "y = torch.tensor(1, device='cuda')",
+    "z = torch.cuda.OutOfMemoryError",
+]
+WRAPPERS = [
+    "{s}",
+    "def f{i}():\n    {s}",
+    "class C{i}:\n    def m(self):\n        {s}",
+    "if flag:\n    {s}",
+    "try:\n    {s}\nexcept ImportError:\n    pass",
+]
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(SCOPED_IMPORTS + SCOPED_USES), st.sampled_from(WRAPPERS)),
-                min_size=1, max_size=7))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(SCOPED_IMPORTS + SCOPED_USES), st.sampled_from(WRAPPERS)), min_size=1, max_size=7
+    )
+)
 def test_generated_scopes_leave_no_written_name_unbound(parts):
     body = "\n".join(w.format(s=s, i=i) for i, (s, w) in enumerate(parts))
     source = ("import torch\nflag = True\n" + body + "\n").encode()

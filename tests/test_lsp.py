@@ -36,9 +36,13 @@ y = torch.cuda.memory_snapshot()
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "transplant", "lsp"]))
 async def client(lsp_client: LanguageClient, tmp_path_factory):
     root = tmp_path_factory.mktemp("workspace")
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri(),
-        workspace_folders=[lsp.WorkspaceFolder(root.as_uri(), "workspace")]))
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=root.as_uri(),
+            workspace_folders=[lsp.WorkspaceFolder(root.as_uri(), "workspace")],
+        )
+    )
     yield
     await lsp_client.shutdown_session()
 
@@ -61,8 +65,9 @@ async def until(condition, seconds: float = WAIT) -> None:
 
 
 def cli(*args: str, stdin: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transplant", *args], input=stdin.encode(), capture_output=True,
-                          cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "transplant", *args], input=stdin.encode(), capture_output=True, cwd=REPO, timeout=120
+    )
 
 
 def check_json(path: Path, text: str) -> list[dict]:
@@ -72,8 +77,7 @@ def check_json(path: Path, text: str) -> list[dict]:
 
 async def open_and_wait(client: LanguageClient, path: Path, text: str, language: str = "python") -> list:
     path.write_text(text, encoding="utf-8")
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(path.as_uri(), language, 1, text)))
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(path.as_uri(), language, 1, text)))
     await published(client)
     return list(client.diagnostics[path.as_uri()])
 
@@ -117,8 +121,9 @@ async def test_open_reports_what_check_reports(client: LanguageClient, tmp_path:
     assert sorted(map(_as_check, diagnostics)) == sorted(map(_expected, expected))
     levels = {d.code: d.severity for d in diagnostics}
     assert levels["TP101"] == lsp.DiagnosticSeverity.Warning  # a change to make
-    assert any(d.severity == lsp.DiagnosticSeverity.Error for d in diagnostics) == \
-        any(e["level"] == "error" for e in expected)
+    assert any(d.severity == lsp.DiagnosticSeverity.Error for d in diagnostics) == any(
+        e["level"] == "error" for e in expected
+    )
     assert all(d.source == "transplant" for d in diagnostics)
 
 
@@ -129,18 +134,28 @@ async def test_change_refreshes_and_close_clears(client: LanguageClient, tmp_pat
     first = await open_and_wait(client, path, "import torch\nx = 1\n")
     assert first == []
     # three quick edits (debounced): only the last text counts
-    for version, text in enumerate(["import torch\nx = 1.", "import torch\nx = 1.c",
-                                    "import torch\nx = torch.ones(1).cuda()\n"], start=2):
-        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(version=version, uri=uri),
-            [lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+    for version, text in enumerate(
+        ["import torch\nx = 1.", "import torch\nx = 1.c", "import torch\nx = torch.ones(1).cuda()\n"], start=2
+    ):
+        client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                [lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
     await published(client)
     assert sorted(d.code for d in client.diagnostics[uri]) == ["TP102", "TP106"]
     # an incremental change: rename .cuda() to .npu() by hand; the finding goes away
-    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-        lsp.VersionedTextDocumentIdentifier(version=9, uri=uri),
-        [lsp.TextDocumentContentChangePartial(
-            range=lsp.Range(lsp.Position(1, 18), lsp.Position(1, 22)), text="npu")]))
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(version=9, uri=uri),
+            [
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(1, 18), lsp.Position(1, 22)), text="npu"
+                )
+            ],
+        )
+    )
     await published(client)
     text = "import torch\nx = torch.ones(1).npu()\n"
     assert list(client.diagnostics[uri]) == [] == check_json(path, text)  # nothing CUDA left: no import needed
@@ -150,8 +165,12 @@ async def test_change_refreshes_and_close_clears(client: LanguageClient, tmp_pat
 
 
 async def actions(client: LanguageClient, uri: str, rng: lsp.Range, only=None) -> list[lsp.CodeAction]:
-    return list(await client.text_document_code_action_async(lsp.CodeActionParams(
-        lsp.TextDocumentIdentifier(uri), rng, lsp.CodeActionContext(diagnostics=[], only=only))) or ())
+    return list(
+        await client.text_document_code_action_async(
+            lsp.CodeActionParams(lsp.TextDocumentIdentifier(uri), rng, lsp.CodeActionContext(diagnostics=[], only=only))
+        )
+        or ()
+    )
 
 
 @pytest.mark.asyncio
@@ -159,8 +178,9 @@ async def test_fix_all_gives_the_command_line_conversion(client: LanguageClient,
     path = tmp_path / "train.py"
     text = CUDA.replace("# a comment", "# ünïcode 😀 comment")  # UTF-16 positions after astral characters
     await open_and_wait(client, path, text)
-    found = await actions(client, path.as_uri(), lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
-                          only=["source.fixAll"])
+    found = await actions(
+        client, path.as_uri(), lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), only=["source.fixAll"]
+    )
     assert [a.kind for a in found] == ["source.fixAll.transplant"]
     converted = apply(text, found[0].edit, path.as_uri())
     assert converted == cli("-", "--stdin-filename", str(path), stdin=text).stdout.decode()
@@ -211,7 +231,7 @@ async def test_bad_input_keeps_the_server_alive(client: LanguageClient, tmp_path
 async def test_settings_come_from_tool_transplant(client: LanguageClient, tmp_path: Path):
     project = tmp_path / "project"
     (project / "pkg").mkdir(parents=True)
-    (project / "pyproject.toml").write_text('[tool.transplant]\nspecify_device = true\n')
+    (project / "pyproject.toml").write_text("[tool.transplant]\nspecify_device = true\n")
     text = "import torch\nx = torch.ones(1).to('cuda:0')\n"
     path = project / "pkg" / "m.py"
     diagnostics = await open_and_wait(client, path, text)
@@ -224,13 +244,23 @@ async def test_settings_come_from_tool_transplant(client: LanguageClient, tmp_pa
 @pytest.mark.asyncio
 async def test_shell_scripts_and_notebooks(client: LanguageClient, tmp_path: Path):
     script = tmp_path / "run.sh"
-    diagnostics = await open_and_wait(client, script, "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\n",
-                                      "shellscript")
+    diagnostics = await open_and_wait(client, script, "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\n", "shellscript")
     assert [(d.code, d.range.start.line, d.range.start.character) for d in diagnostics] == [("TP105", 1, 7)]
-    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
-                    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                     "source": ["import torch\n", "x = torch.ones(1, device=\"cuda\")"]}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "outputs": [],
+                "source": ["import torch\n", 'x = torch.ones(1, device="cuda")'],
+            },
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     text = json.dumps(nb, indent=1) + "\n"
     path = tmp_path / "nb.ipynb"
     diagnostics = await open_and_wait(client, path, text, "json")
@@ -238,7 +268,7 @@ async def test_shell_scripts_and_notebooks(client: LanguageClient, tmp_path: Pat
     device = [d for d in diagnostics if d.code == "TP104"][0]
     assert device.message.startswith("cell 2: ")
     at = device.range
-    assert lines[at.start.line][at.start.character:at.end.character] == '\\"cuda\\"'
+    assert lines[at.start.line][at.start.character : at.end.character] == '\\"cuda\\"'
     found = await actions(client, path.as_uri(), at)
     fixed = apply(text, [a for a in found if a.kind == "quickfix" and a.diagnostics][0].edit, path.as_uri())
     assert json.loads(fixed)["cells"][1]["source"][1] == 'x = torch.ones(1, device="npu")'
@@ -270,8 +300,9 @@ async def test_saving_a_rule_file_takes_effect(client: LanguageClient, tmp_path:
     text = "import torch\nimport mylib\nx = torch.ones(1).cuda()\ny = mylib.cuda_kernel()\n"
     before = await open_and_wait(client, path, text)
     assert "mylib.cuda_kernel" not in " ".join(d.message for d in before)
-    rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "mylib.cuda_kernel", '
-                         '"new_name": "mylib.npu_kernel"}]}}')
+    rule_file.write_text(
+        '{"rules": {"FuncNameModifyRule": [{"old_name": "mylib.cuda_kernel", "new_name": "mylib.npu_kernel"}]}}'
+    )
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(rule_file.as_uri())))
     await published(client)
     after = list(client.diagnostics[path.as_uri()])
@@ -282,30 +313,47 @@ async def test_saving_a_rule_file_takes_effect(client: LanguageClient, tmp_path:
 async def test_a_synced_notebook_converts_its_cells_together(client: LanguageClient, tmp_path: Path):
     """notebookDocument/* (VS Code's notebook editor): cells share one namespace, as in `--check`."""
     nb_uri = (tmp_path / "nb.ipynb").as_uri()
-    texts = ["import torch\n", "# Title", "torch.cuda.synchronize()\nx = torch.ones(1, device=\"cuda\")"]
+    texts = ["import torch\n", "# Title", 'torch.cuda.synchronize()\nx = torch.ones(1, device="cuda")']
     uris = [f"vscode-notebook-cell:{tmp_path / 'nb.ipynb'}#cell{i}" for i in range(3)]
     kinds = [lsp.NotebookCellKind.Code, lsp.NotebookCellKind.Markup, lsp.NotebookCellKind.Code]
-    client.notebook_document_did_open(lsp.DidOpenNotebookDocumentParams(
-        lsp.NotebookDocument(nb_uri, "jupyter-notebook", 1, [lsp.NotebookCell(k, u) for k, u in zip(kinds, uris)]),
-        [lsp.TextDocumentItem(u, "python" if k == lsp.NotebookCellKind.Code else "markdown", 1, t)
-         for u, k, t in zip(uris, kinds, texts)]))
+    client.notebook_document_did_open(
+        lsp.DidOpenNotebookDocumentParams(
+            lsp.NotebookDocument(nb_uri, "jupyter-notebook", 1, [lsp.NotebookCell(k, u) for k, u in zip(kinds, uris)]),
+            [
+                lsp.TextDocumentItem(u, "python" if k == lsp.NotebookCellKind.Code else "markdown", 1, t)
+                for u, k, t in zip(uris, kinds, texts)
+            ],
+        )
+    )
     # two notifications, one per code cell: the second may arrive before a second wait would start
     await until(lambda: uris[0] in client.diagnostics and uris[2] in client.diagnostics)
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[0]},
-                    {"cell_type": "markdown", "metadata": {}, "source": texts[1]},
-                    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[2]}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[0]},
+            {"cell_type": "markdown", "metadata": {}, "source": texts[1]},
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": texts[2]},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     expected = check_json(tmp_path / "nb.ipynb", json.dumps(nb))
     got = {u: sorted(map(_as_check, client.diagnostics[u])) for u in (uris[0], uris[2])}
-    want = {u: sorted(_expected(e) for e in expected if e["message"].startswith(f"cell {n}: "))
-            for u, n in ((uris[0], 1), (uris[2], 3))}
+    want = {
+        u: sorted(_expected(e) for e in expected if e["message"].startswith(f"cell {n}: "))
+        for u, n in ((uris[0], 1), (uris[2], 3))
+    }
     assert got == want and any("torch_npu.npu.synchronize" in d[3] for d in got[uris[2]])  # torch bound in cell 1
     # the whole notebook at once, from any cell
-    found = await actions(client, uris[2], lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
-                          only=["source.fixAll.transplant"])
+    found = await actions(
+        client, uris[2], lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), only=["source.fixAll.transplant"]
+    )
     edit = found[0].edit
     assert apply(texts[0], edit, uris[0]) == "import torch\nimport torch_npu\n"
-    assert apply(texts[2], edit, uris[2]) == "torch_npu.npu.synchronize()\nx = torch.ones(1, device=\"npu\")"
-    client.notebook_document_did_close(lsp.DidCloseNotebookDocumentParams(
-        lsp.NotebookDocumentIdentifier(nb_uri), [lsp.TextDocumentIdentifier(u) for u in uris]))
+    assert apply(texts[2], edit, uris[2]) == 'torch_npu.npu.synchronize()\nx = torch.ones(1, device="npu")'
+    client.notebook_document_did_close(
+        lsp.DidCloseNotebookDocumentParams(
+            lsp.NotebookDocumentIdentifier(nb_uri), [lsp.TextDocumentIdentifier(u) for u in uris]
+        )
+    )
     await published(client)

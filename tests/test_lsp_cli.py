@@ -7,13 +7,17 @@ import sys
 
 
 def run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
 
 
 def test_without_pygls_one_line_and_exit_2():
     # sys.modules[name] = None makes "import name" fail, as when the extra is not installed
-    out = run("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
-              "from transplant.cli import main; raise SystemExit(main(['lsp']))")
+    out = run(
+        "import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
+        "from transplant.cli import main; raise SystemExit(main(['lsp']))"
+    )
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and 'pip install "transplant-npu[lsp]"' in out.stderr
     assert "Traceback" not in out.stderr
@@ -27,6 +31,8 @@ def test_usage():
 
 
 def test_the_converter_does_not_load_the_server():
-    out = run("import sys; from transplant.cli import main; main(['--check', '-'])\n"
-              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'openpyxl')))")
+    out = run(
+        "import sys; from transplant.cli import main; main(['--check', '-'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'openpyxl')))"
+    )
     assert out.stdout.strip().endswith("[]")

@@ -122,8 +122,11 @@ def test_legacy_type_strings_have_torch_npu_names():
     # the engine turns "torch.cuda.HalfTensor" strings into "torch.npu.HalfTensor"
     data = json.loads((RULES / "device_api.json").read_text(encoding="utf-8"))
     renames = {r["old_name"]: r["new_name"] for r in data["rules"]["FuncNameModifyRule"]}
-    types = {old: new for old, new in renames.items()
-             if old.startswith("torch.cuda.") and old.endswith("Tensor") and old.count(".") == 2}
+    types = {
+        old: new
+        for old, new in renames.items()
+        if old.startswith("torch.cuda.") and old.endswith("Tensor") and old.count(".") == 2
+    }
     assert len(types) >= 10
     for old, new in types.items():
         assert new.startswith("torch_npu.npu."), (old, new)
@@ -194,7 +197,7 @@ def project_data_names() -> list[tuple[str, str]]:
                 walk(item, f"{where}[{i}]")
         elif isinstance(value, str):
             for m in SUGGESTED.finditer(value):
-                if not value[m.end():m.end() + 1] == "*":
+                if not value[m.end() : m.end() + 1] == "*":
                     out.append((where, m.group()))
 
     for path in sorted(RULES.glob("project/*.json")):

@@ -80,22 +80,51 @@ def test_neovim_shows_the_findings_and_converts_the_file(tmp_path):
     (tmp_path / "init.lua").write_text(readme_config())
     (tmp_path / "driver.lua").write_text(DRIVER)
     out = tmp_path / "out.json"
-    env = {**os.environ, "TRANSPLANT_NVIM_OUT": str(out), "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
-    proc = subprocess.run([NVIM, "--headless", "-n", "-i", "NONE", "-u", str(tmp_path / "init.lua"), str(source),
-                           "-c", f"luafile {tmp_path / 'driver.lua'}"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "TRANSPLANT_NVIM_OUT": str(out),
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    proc = subprocess.run(
+        [
+            NVIM,
+            "--headless",
+            "-n",
+            "-i",
+            "NONE",
+            "-u",
+            str(tmp_path / "init.lua"),
+            str(source),
+            "-c",
+            f"luafile {tmp_path / 'driver.lua'}",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.exists(), f"nvim did not finish: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     result = json.loads(out.read_text())
     assert result["waited"] and result["applied"] == 1
 
-    check = subprocess.run([sys.executable, "-m", "transplant", "--check", "--format", "json", "-"],
-                           input=SOURCE, capture_output=True, text=True, cwd=project, env=env)
+    check = subprocess.run(
+        [sys.executable, "-m", "transplant", "--check", "--format", "json", "-"],
+        input=SOURCE,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+    )
     expected = sorted((d["line"] - 1, d["column"] - 1, d["code"]) for d in json.loads(check.stdout))
     shown = sorted((d["line"], d["col"], d["code"]) for d in result["diagnostics"])
     assert shown == expected
     assert any(code == "TP201" for _, _, code in shown) and any(code == "TP101" for _, _, code in shown)
 
-    converted = subprocess.run([sys.executable, "-m", "transplant", "-"], input=SOURCE, capture_output=True, text=True,
-                               cwd=project, env=env).stdout
+    converted = subprocess.run(
+        [sys.executable, "-m", "transplant", "-"], input=SOURCE, capture_output=True, text=True, cwd=project, env=env
+    ).stdout
     assert source.read_text() == converted != SOURCE

@@ -34,9 +34,16 @@ def test_the_distribution_has_its_own_name_and_installs_the_transplant_command()
 
 
 def test_every_install_hint_names_the_distribution():
-    texts = {str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in [REPO / "README.md", *(REPO / "docs").glob("*.md")]}
+    texts = {
+        str(p.relative_to(REPO)): p.read_text(encoding="utf-8")
+        for p in [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    }
     texts.update({str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in (REPO / "transplant").rglob("*.py")})
-    hints = {(name, hint) for name, text in texts.items() for hint in re.findall(r"""pip install \\?["']?([A-Za-z][\w.-]*)\[""", text)}
+    hints = {
+        (name, hint)
+        for name, text in texts.items()
+        for hint in re.findall(r"""pip install \\?["']?([A-Za-z][\w.-]*)\[""", text)
+    }
     assert hints and {hint for _, hint in hints} == {DIST}, hints
 
 
@@ -70,28 +77,40 @@ def test_readme_set_up_commands_install_into_a_virtual_environment():
 def test_help_names_every_mode_and_the_distributed_options(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for words in ("transplant lsp", "transplant emulate", "distributed -m MAIN.py", "-m/--main",
-                  "-t/--target-model", "--check|--diff|--in-place"):
+    for words in (
+        "transplant lsp",
+        "transplant emulate",
+        "distributed -m MAIN.py",
+        "-m/--main",
+        "-t/--target-model",
+        "--check|--diff|--in-place",
+    ):
         assert words in out, words
 
 
-@pytest.mark.parametrize(("argv", "missing"), [
-    (["-i", "proj"], "-o/--output"),
-    (["-o", "out"], "-i/--input"),
-    ([], "-i/--input, -o/--output"),
-])
+@pytest.mark.parametrize(
+    ("argv", "missing"),
+    [
+        (["-i", "proj"], "-o/--output"),
+        (["-o", "out"], "-i/--input"),
+        ([], "-i/--input, -o/--output"),
+    ],
+)
 def test_a_missing_path_is_named_alone(capsys, argv, missing):
     assert main(argv) == 2
     assert capsys.readouterr().err == (f"transplant: error: the following arguments are required: {missing}\n")
 
 
 def test_bare_emulate_asks_for_the_script():
-    proc = subprocess.run([sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
     assert proc.returncode == 2
-    assert proc.stderr == ("transplant emulate: error: no SCRIPT given: transplant emulate [options] SCRIPT "
-                           "[ARGS...] or transplant emulate [options] -m MODULE [ARGS...] "
-                           "(see 'transplant emulate --help')\n")
+    assert proc.stderr == (
+        "transplant emulate: error: no SCRIPT given: transplant emulate [options] SCRIPT "
+        "[ARGS...] or transplant emulate [options] -m MODULE [ARGS...] "
+        "(see 'transplant emulate --help')\n"
+    )
 
 
 def test_the_pre_commit_snippet_pins_a_revision_that_exists():

@@ -30,8 +30,13 @@ STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ", re.MULTILINE)
 
 
 def transplant(src: Path, out: Path, jobs: int) -> Path:
-    proc = subprocess.run([sys.executable, "-m", "transplant", "-i", str(src), "-o", str(out), "-q", "-j", str(jobs)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "transplant", "-i", str(src), "-o", str(out), "-q", "-j", str(jobs)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return out / f"{src.name}_msft"
 
@@ -109,15 +114,19 @@ def test_results_stream_in_order_with_bounded_submission(tmp_path: Path) -> None
     src = _synthetic(tmp_path)
     session = Session(cached_ruleset())
     entries = [e for e in walk.walk(src, lambda message: None) if e.kind == "file"]
-    jobs = [workers.Job(e.rel, str(src / e.rel)) for e in entries
-            if not e.rel.endswith((".md", ".png", ".txt", ".yaml", ".json"))]
+    jobs = [
+        workers.Job(e.rel, str(src / e.rel))
+        for e in entries
+        if not e.rel.endswith((".md", ".png", ".txt", ".yaml", ".json"))
+    ]
     window = 2
     seen: list[str] = []
     most = 0
     with ProcessPoolExecutor(max_workers=2, initializer=workers.init_worker, initargs=(session,)) as executor:
         pool = _CountingPool(executor)
-        for result in workers._ordered(pool, session, workers._work, jobs, chunk=1, window=window,
-                                       screen=workers._screen):
+        for result in workers._ordered(
+            pool, session, workers._work, jobs, chunk=1, window=window, screen=workers._screen
+        ):
             seen.append(result.path)
             # chunks submitted but not yet handed back (the one being yielded counts as handed back)
             most = max(most, pool.submitted - sum(1 for path in seen if path in _heavy(jobs, session)))

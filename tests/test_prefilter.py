@@ -54,7 +54,8 @@ def assert_sound(path: str, data: bytes, rules) -> None:
         # nothing a rule does was lost; only "does not parse" may go unreported for such a file
         assert full.new is None, f"{path}: the pre-filter skipped a file a rule changes"
         assert all(r.code == "TP900" for r in full.records), (
-            f"{path}: the pre-filter skipped a file with findings {[(r.line, r.code, r.api) for r in full.records]}")
+            f"{path}: the pre-filter skipped a file with findings {[(r.line, r.code, r.api) for r in full.records]}"
+        )
     else:
         assert _view(filtered) == _view(full)
 
@@ -83,8 +84,17 @@ def test_prefilter_sound_on_every_fixture(index: int) -> None:
 def _names(rules) -> dict[str, list[str]]:
     return {
         "qualified": sorted({*rules.rename_q, *rules.module_q, *rules.unsupported_q, *rules.args_q, *rules.device_q}),
-        "member": sorted({*rules.rename_method, *rules.rename_attribute, *rules.args_method,
-                          *rules.unsupported_method, *rules.rename_bare, *rules.args_bare, *rules.device_method}),
+        "member": sorted(
+            {
+                *rules.rename_method,
+                *rules.rename_attribute,
+                *rules.args_method,
+                *rules.unsupported_method,
+                *rules.rename_bare,
+                *rules.args_bare,
+                *rules.device_method,
+            }
+        ),
         "env": sorted(rules.env),
     }
 
@@ -96,10 +106,34 @@ qualified = st.sampled_from(NAMES["qualified"])
 member = st.sampled_from(NAMES["member"])
 env = st.sampled_from(NAMES["env"])
 # commands as Python runs them: spelled, through escapes, in pieces, in prose
-command = st.sampled_from(["'nvidia-smi'", "['nvidia-smi', '-L']", "'nvidia\\x2dsmi'", "'nvidia\\055smi'",
-                           "('nvidia-smi',)", "'nvidia-' 'smi'", "'echo nvidia-smi'", "['nvcc']", "'npu-smi info'"])
-literal = st.sampled_from(["'cuda'", '"cuda:0"', "'cpu'", "f'cuda:{i}'", "'nccl'", "'\\x63uda'", "'cu\\\nda'",
-                           "'\\u0063uda:1'", "'npu'", "None", "0"])
+command = st.sampled_from(
+    [
+        "'nvidia-smi'",
+        "['nvidia-smi', '-L']",
+        "'nvidia\\x2dsmi'",
+        "'nvidia\\055smi'",
+        "('nvidia-smi',)",
+        "'nvidia-' 'smi'",
+        "'echo nvidia-smi'",
+        "['nvcc']",
+        "'npu-smi info'",
+    ]
+)
+literal = st.sampled_from(
+    [
+        "'cuda'",
+        '"cuda:0"',
+        "'cpu'",
+        "f'cuda:{i}'",
+        "'nccl'",
+        "'\\x63uda'",
+        "'cu\\\nda'",
+        "'\\u0063uda:1'",
+        "'npu'",
+        "None",
+        "0",
+    ]
+)
 
 
 @st.composite
@@ -115,13 +149,25 @@ def use_of_qualified(draw) -> str:
     elif form == "import_as":
         binding, ref = f"import {head} as {alias}", ".".join([alias, *tail])
     elif form == "from" and cut > 1:
-        binding, ref = f"from {'.'.join(parts[:cut - 1])} import {parts[cut - 1]}", ".".join(parts[cut - 1:])
+        binding, ref = f"from {'.'.join(parts[: cut - 1])} import {parts[cut - 1]}", ".".join(parts[cut - 1 :])
     elif form == "from_as" and cut > 1:
-        binding, ref = f"from {'.'.join(parts[:cut - 1])} import {parts[cut - 1]} as {alias}", ".".join([alias, *tail])
+        binding, ref = f"from {'.'.join(parts[: cut - 1])} import {parts[cut - 1]} as {alias}", ".".join([alias, *tail])
     else:
         binding, ref = f"import {parts[0]}", name
-    use = draw(st.sampled_from(["{r}", "{r}({a})", "y = {r}", "{r}.attr = {a}", "@{r}\ndef g():\n    pass",
-                                "with {r}({a}):\n    pass", "{r}(device={a})", "{r}({a}, backend={a})"]))
+    use = draw(
+        st.sampled_from(
+            [
+                "{r}",
+                "{r}({a})",
+                "y = {r}",
+                "{r}.attr = {a}",
+                "@{r}\ndef g():\n    pass",
+                "with {r}({a}):\n    pass",
+                "{r}(device={a})",
+                "{r}({a}, backend={a})",
+            ]
+        )
+    )
     code = use.format(r=ref, a=draw(literal))
     if form == "function_local":
         return f"def f():\n    {binding}\n    return {ref}\n"
@@ -132,23 +178,51 @@ def use_of_qualified(draw) -> str:
 def use_of_member(draw) -> str:
     name = draw(member)
     arg = draw(literal)
-    return draw(st.sampled_from([f"x.{name}()\n", f"x.{name}\n", f"{name}({arg})\n", f"obj().{name}({arg})\n",
-                                 f"y = x.{name}(device={arg})\n"]))
+    return draw(
+        st.sampled_from(
+            [
+                f"x.{name}()\n",
+                f"x.{name}\n",
+                f"{name}({arg})\n",
+                f"obj().{name}({arg})\n",
+                f"y = x.{name}(device={arg})\n",
+            ]
+        )
+    )
 
 
 @st.composite
 def other_statement(draw) -> str:
-    return draw(st.sampled_from([
-        "import os\n", "import torch\n", "import torch.nn as nn\n", "x = nn.Linear(3, 4)\n",
-        "device = {a}\n", "model.to({a})\n", "if dev == {a}:\n    pass\n", "def h(device={a}):\n    return 1\n",
-        'os.environ["{e}"] = "0"\n', "d = {{'device': {a}}}\n", "dict(os.environ, {e}='1')\n",
-        "# {e} cuda in a comment\n", '"""docstring about cuda"""\n', "z = 1; w = 2\n",
-        "class C:\n    def m(self, {i}):\n        return {i}.cuda()\n", "print('plain')\n",
-        "import subprocess as sp\nsp.run({c})\n", "os.system({c})\n", "print({c})\n",
-    ])).format(a=draw(literal), e=draw(env), i=draw(ident), c=draw(command))
+    return draw(
+        st.sampled_from(
+            [
+                "import os\n",
+                "import torch\n",
+                "import torch.nn as nn\n",
+                "x = nn.Linear(3, 4)\n",
+                "device = {a}\n",
+                "model.to({a})\n",
+                "if dev == {a}:\n    pass\n",
+                "def h(device={a}):\n    return 1\n",
+                'os.environ["{e}"] = "0"\n',
+                "d = {{'device': {a}}}\n",
+                "dict(os.environ, {e}='1')\n",
+                "# {e} cuda in a comment\n",
+                '"""docstring about cuda"""\n',
+                "z = 1; w = 2\n",
+                "class C:\n    def m(self, {i}):\n        return {i}.cuda()\n",
+                "print('plain')\n",
+                "import subprocess as sp\nsp.run({c})\n",
+                "os.system({c})\n",
+                "print({c})\n",
+            ]
+        )
+    ).format(a=draw(literal), e=draw(env), i=draw(ident), c=draw(command))
 
 
-snippet = st.lists(st.one_of(use_of_qualified(), use_of_member(), other_statement()), min_size=1, max_size=6).map("".join)
+snippet = st.lists(st.one_of(use_of_qualified(), use_of_member(), other_statement()), min_size=1, max_size=6).map(
+    "".join
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -162,8 +236,11 @@ def test_prefilter_sound_on_generated_snippets(source: str, options: int) -> Non
 
 def test_triggers_come_from_rule_data(tmp_path: Path) -> None:
     rule_file = tmp_path / "rules.json"
-    rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "zlib_gpu.kernel_launch", '
-                         '"new_name": "zlib_gpu.npu_launch"}]}}', encoding="utf-8")
+    rule_file.write_text(
+        '{"rules": {"FuncNameModifyRule": [{"old_name": "zlib_gpu.kernel_launch", '
+        '"new_name": "zlib_gpu.npu_launch"}]}}',
+        encoding="utf-8",
+    )
     source = b"import zlib_gpu\nzlib_gpu.kernel_launch(1)\n"
     assert not cached_ruleset().may_match(source)
     with_user = cached_ruleset((str(rule_file),))
@@ -182,33 +259,39 @@ def test_user_shell_commands_are_trigger_words() -> None:
     assert not result.skipped and result.new == b"import subprocess\nsubprocess.run(['npu-smi', 'info'])\n"
 
 
-@pytest.mark.parametrize("source", [
-    b"import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-    b"        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
-    b"        return torch.relu(self.fc(x))\n",
-    b"import json\nimport re\n\nPATTERN = re.compile(r'\\d+')\n\ndef load(path):\n"
-    b"    with open(path) as fh:\n        return json.load(fh)\n",
-    b"import torch\nopt = torch.optim.SGD(params, lr=0.1)\nx = torch.zeros(3, device=dev)\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        b"        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
+        b"        return torch.relu(self.fc(x))\n",
+        b"import json\nimport re\n\nPATTERN = re.compile(r'\\d+')\n\ndef load(path):\n"
+        b"    with open(path) as fh:\n        return json.load(fh)\n",
+        b"import torch\nopt = torch.optim.SGD(params, lr=0.1)\nx = torch.zeros(3, device=dev)\n",
+    ],
+)
 def test_ordinary_files_are_not_parsed(source: bytes) -> None:
     rules = cached_ruleset()
     assert not rules.may_match(source)
     assert convert_file("m.py", source, rules).skipped
 
 
-@pytest.mark.parametrize("source", [
-    b"x.to('\\x63uda')\n",  # escapes can spell "cuda" without its bytes
-    b"x.to('\\143uda')\n",
-    b"d = 'cu\\\nda'\n",
-    b"# -*- coding: cp037 -*-\nx = 1\n",
-    b"import torch.cuda as tc\ntc.synchronize()\n",
-    b"import torch\ntorch.compile(model)\n",  # reported as unsupported on NPU
-    b"os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
-    b"import os\nos.system('nvidia-smi')\n",  # commands (ShellCommandRule) are trigger words
-    b"import subprocess\nsubprocess.run(['nvcc', '--version'])\n",
-    b"import os\nos.system('nvidia\\x2dsmi')\n",  # "-" spelled by an escape
-    b"import os\nos.system('nvidia\\u002dsmi')\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"x.to('\\x63uda')\n",  # escapes can spell "cuda" without its bytes
+        b"x.to('\\143uda')\n",
+        b"d = 'cu\\\nda'\n",
+        b"# -*- coding: cp037 -*-\nx = 1\n",
+        b"import torch.cuda as tc\ntc.synchronize()\n",
+        b"import torch\ntorch.compile(model)\n",  # reported as unsupported on NPU
+        b"os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+        b"import os\nos.system('nvidia-smi')\n",  # commands (ShellCommandRule) are trigger words
+        b"import subprocess\nsubprocess.run(['nvcc', '--version'])\n",
+        b"import os\nos.system('nvidia\\x2dsmi')\n",  # "-" spelled by an escape
+        b"import os\nos.system('nvidia\\u002dsmi')\n",
+    ],
+)
 def test_files_that_may_match_are_parsed(source: bytes) -> None:
     assert cached_ruleset().may_match(source)
 
@@ -222,8 +305,13 @@ def _reference_convert(source: bytes, rules, monkeypatch: pytest.MonkeyPatch) ->
     full_once = driver._convert_once
     with monkeypatch.context() as m:
         m.setattr(driver, "skeleton", lambda *args: None)
-        m.setattr(driver, "_convert_once", lambda module, rules, excluded, skip, skel=None, source=None, stars=driver.NO_STARS,
-                  guards=None: full_once(module, rules, excluded, skip, None, None, stars=stars, guards=guards))
+        m.setattr(
+            driver,
+            "_convert_once",
+            lambda module, rules, excluded, skip, skel=None, source=None, stars=driver.NO_STARS, guards=None: full_once(
+                module, rules, excluded, skip, None, None, stars=stars, guards=guards
+            ),
+        )
         m.setattr(driver, "imports_torch_cuda", lambda bindings: True)
         return engine.convert(source, rules)
 
@@ -249,13 +337,16 @@ def test_shortcuts_equal_full_traversal_on_fixtures(monkeypatch: pytest.MonkeyPa
                 continue
             slow = _reference_convert(data, rules, monkeypatch)
             assert (fast.new, [dataclasses.astuple(r) for r in fast.records]) == (
-                slow.new, [dataclasses.astuple(r) for r in slow.records]), name
+                slow.new,
+                [dataclasses.astuple(r) for r in slow.records],
+            ), name
             checked += 1
     assert checked > 0
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(source=snippet)
 def test_shortcuts_equal_full_traversal_on_snippets(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     data = source.encode()
@@ -265,19 +356,29 @@ def test_shortcuts_equal_full_traversal_on_snippets(source: str, monkeypatch: py
         return
     slow = _reference_convert(data, RULES, monkeypatch)
     assert (fast.new, [dataclasses.astuple(r) for r in fast.records]) == (
-        slow.new, [dataclasses.astuple(r) for r in slow.records])
+        slow.new,
+        [dataclasses.astuple(r) for r in slow.records],
+    )
 
 
-@pytest.mark.parametrize("source, expected", [
-    # an added import that must come before its first use follows the right one of two equal lines,
-    # and the skeleton (which folds those lines into one marker) gives the same bytes and records
-    (b"x.chalf\nx.chalf\ndevice = 'cuda'\nimport torch\ntorch.cuda.synchronize()\n",
-     b"x.chalf\nx.chalf\nimport torch_npu\ndevice = 'npu'\nimport torch\ntorch_npu.npu.synchronize()\n"),
-    (b"step()\nstep()\nstep()\ndevice = 'cuda:0'\nimport torch\ntorch.cuda.synchronize()\n",
-     b"step()\nstep()\nstep()\nimport torch_npu\ndevice = 'npu:0'\nimport torch\ntorch_npu.npu.synchronize()\n"),
-])
-def test_an_added_import_follows_the_right_one_of_equal_lines(source: bytes, expected: bytes,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        # an added import that must come before its first use follows the right one of two equal lines,
+        # and the skeleton (which folds those lines into one marker) gives the same bytes and records
+        (
+            b"x.chalf\nx.chalf\ndevice = 'cuda'\nimport torch\ntorch.cuda.synchronize()\n",
+            b"x.chalf\nx.chalf\nimport torch_npu\ndevice = 'npu'\nimport torch\ntorch_npu.npu.synchronize()\n",
+        ),
+        (
+            b"step()\nstep()\nstep()\ndevice = 'cuda:0'\nimport torch\ntorch.cuda.synchronize()\n",
+            b"step()\nstep()\nstep()\nimport torch_npu\ndevice = 'npu:0'\nimport torch\ntorch_npu.npu.synchronize()\n",
+        ),
+    ],
+)
+def test_an_added_import_follows_the_right_one_of_equal_lines(
+    source: bytes, expected: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fast = engine.convert(source, RULES)
     slow = _reference_convert(source, RULES, monkeypatch)
     assert fast.new == slow.new == expected
@@ -286,8 +387,10 @@ def test_an_added_import_follows_the_right_one_of_equal_lines(source: bytes, exp
 
 def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rule_file = tmp_path / "rules.json"
-    rule_file.write_text('{"rules": {"FuncNameModifyRule": [{"old_name": "zlib_gpu.launch", '
-                         '"new_name": "npulib.launch"}]}}', encoding="utf-8")
+    rule_file.write_text(
+        '{"rules": {"FuncNameModifyRule": [{"old_name": "zlib_gpu.launch", "new_name": "npulib.launch"}]}}',
+        encoding="utf-8",
+    )
     rules = cached_ruleset((str(rule_file),))
     # the one visited use of "z" is rewritten away; "def b" is folded away, and still uses "z"
     source = b"import zlib_gpu as z\n\n\ndef a():\n    z.launch()\n\n\ndef b():\n    return z.other\n"
@@ -300,15 +403,18 @@ def test_unvisited_statement_keeps_an_import_in_use(tmp_path: Path, monkeypatch:
     assert b"import zlib_gpu as z\n" not in engine.convert(source, rules).new  # what the check prevents
 
 
-@pytest.mark.parametrize("source, parsed", [
-    (b"y = x.to_dense()\n", True),
-    (b"y = (x\n     .to_dense  # a comment\n     ())\n", True),
-    (b"y = x.to_dense \\\n    ()\n", True),
-    (b'{"source": "y = (x.\\nto_dense\\n())"}', True),  # a notebook's JSON escapes
-    (b"layout = x.to_dense\n", False),  # methods the NPU lacks are reported on calls only
-    (b"model = build_model()\nmodel.train(mode=True)\n", False),  # "mode" is no trigger in "model" or "mode="
-    (b"def my_to_dense():\n    pass\nmy_to_dense()\n", False),
-])
+@pytest.mark.parametrize(
+    "source, parsed",
+    [
+        (b"y = x.to_dense()\n", True),
+        (b"y = (x\n     .to_dense  # a comment\n     ())\n", True),
+        (b"y = x.to_dense \\\n    ()\n", True),
+        (b'{"source": "y = (x.\\nto_dense\\n())"}', True),  # a notebook's JSON escapes
+        (b"layout = x.to_dense\n", False),  # methods the NPU lacks are reported on calls only
+        (b"model = build_model()\nmodel.train(mode=True)\n", False),  # "mode" is no trigger in "model" or "mode="
+        (b"def my_to_dense():\n    pass\nmy_to_dense()\n", False),
+    ],
+)
 def test_unsupported_methods_trigger_on_calls(source: bytes, parsed: bool) -> None:
     assert cached_ruleset().may_match(source) is parsed
 
@@ -316,7 +422,13 @@ def test_unsupported_methods_trigger_on_calls(source: bytes, parsed: bool) -> No
 def test_notebook_line_breaks_do_not_hide_words() -> None:
     # in JSON, "\ncudnn" reads as the word "ncudnn"; the cell still sets torch.backends.cudnn.benchmark
     cell = "from torch.backends import (\ncudnn,\n)\ncudnn.benchmark = True\n"
-    data = json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": cell}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+    data = json.dumps(
+        {
+            "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": cell}],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    ).encode()
     assert_sound("nb.ipynb", data, cached_ruleset())
     assert [r.code for r in convert_file("nb.ipynb", data, cached_ruleset()).records] == ["TP203"]

@@ -37,7 +37,9 @@ def tree(root: Path) -> set[str]:
 
 def check_change_list(golden: Path, result: Path) -> None:
     """The change list is the golden one but for the rules' indices (or becomes it, with the switch on)."""
-    if updating() and without_rule_index(read_change_list(result)[1]) != without_rule_index(read_change_list(golden)[1]):
+    if updating() and without_rule_index(read_change_list(result)[1]) != without_rule_index(
+        read_change_list(golden)[1]
+    ):
         check_bytes(golden / "change_list.csv", (result / "change_list.csv").read_bytes())
     assert without_rule_index(read_change_list(result)[1]) == without_rule_index(read_change_list(golden)[1])
 
@@ -82,8 +84,18 @@ def test_example_unsupported_workbook(example_result: Path):
     wb = openpyxl.load_workbook(example_result / "unsupported_op.xlsx")
     assert wb.sheetnames == ["Unsupported", "API counts", "Custom operators", "Libraries", "Summary"]
     headers = {
-        "Unsupported": ("File", "Line", "Converted line", "Column", "API", "Level", "Message", "Suggestion", "Count",
-                        "Lines"),
+        "Unsupported": (
+            "File",
+            "Line",
+            "Converted line",
+            "Column",
+            "API",
+            "Level",
+            "Message",
+            "Suggestion",
+            "Count",
+            "Lines",
+        ),
         "Custom operators": ("File", "Operator", "Registration line", "Calls found"),
         "Libraries": ("Library", "Uses", "Where", "NPU route"),
         "API counts": ("API", "Level", "Occurrences", "Files"),
@@ -99,8 +111,20 @@ def test_example_unsupported_workbook(example_result: Path):
     rows = list(wb["Unsupported"].iter_rows(min_row=2, values_only=True))
     nccl = [r for r in rows if r[4] == "torch.cuda.nccl.all_reduce"]
     # line 19 of utils.py is line 20 of the converted file (import torch_npu was added above it)
-    assert nccl == [("utils.py", 19, 20, 5, "torch.cuda.nccl.all_reduce", "error", nccl[0][6],
-                     "use torch.distributed collectives (backend='hccl')", 1, None)]
+    assert nccl == [
+        (
+            "utils.py",
+            19,
+            20,
+            5,
+            "torch.cuda.nccl.all_reduce",
+            "error",
+            nccl[0][6],
+            "use torch.distributed collectives (backend='hccl')",
+            1,
+            None,
+        )
+    ]
     assert "no torch_npu counterpart" in nccl[0][6]
     assert all(r[5] in ("error", "warning", "note") for r in rows)
     # errors first, then warnings, then notes
@@ -138,8 +162,12 @@ def test_example_log_names_the_findings(example_result: Path):
 def notebook(*cells: tuple[str, list[str]], indent: int = 1) -> bytes:
     nb = {
         "cells": [
-            {"cell_type": kind, "metadata": {}, "source": source,
-             **({"execution_count": None, "outputs": []} if kind == "code" else {})}
+            {
+                "cell_type": kind,
+                "metadata": {},
+                "source": source,
+                **({"execution_count": None, "outputs": []} if kind == "code" else {}),
+            }
             for kind, source in cells
         ],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
@@ -180,8 +208,13 @@ def test_notebook_is_converted_as_one_program_and_stays_nbformat4(tmp_path):
     nb = assert_valid_nbformat4(out)
     cells = [cell["source"] for cell in nb["cells"]]
     assert cells[0] == ["# Training on cuda\n", "Call `x.cuda()` to move x. Überall.\n"]
-    assert cells[1] == ["%matplotlib inline\n", "import torch\n", "import torch_npu\n", "!npu-smi info\n",
-                        "x = torch.zeros(1).npu()"]
+    assert cells[1] == [
+        "%matplotlib inline\n",
+        "import torch\n",
+        "import torch_npu\n",
+        "!npu-smi info\n",
+        "x = torch.zeros(1).npu()",
+    ]
     assert cells[2] == ["torch_npu.npu.synchronize()\n", "x?\n"]  # torch was imported in cell 2
     assert cells[3] == ["%%bash\n", "export ASCEND_RT_VISIBLE_DEVICES=0\n", "echo $MY_CUDA_VISIBLE_DEVICES\n"]
     assert cells[4] == ["%env ASCEND_RT_VISIBLE_DEVICES=1\n", "torch_npu.npu.empty_cache()\n"]
@@ -203,8 +236,17 @@ def test_notebook_shell_lines_and_cells_get_the_shell_command_rules(tmp_path):
     project = tmp_path / "nbcmd"
     project.mkdir()
     source = notebook(
-        ("code", ["import torch\n", "!nvidia-smi\n", "gpu_info = !nvidia-smi\n", "!nvidia-smi -L\n",
-                  "print('run nvidia-smi to see the GPUs')\n", "x = torch.zeros(1).cuda()\n"]),
+        (
+            "code",
+            [
+                "import torch\n",
+                "!nvidia-smi\n",
+                "gpu_info = !nvidia-smi\n",
+                "!nvidia-smi -L\n",
+                "print('run nvidia-smi to see the GPUs')\n",
+                "x = torch.zeros(1).cuda()\n",
+            ],
+        ),
         ("code", ["%%bash\n", "nvidia-smi\n", "nvcc --version\n", "echo nvidia-smi  # not run\n"]),
         ("markdown", ["Run `!nvidia-smi` first.\n"]),
         ("code", ["%%capture\n", "!!nvidia-smi --query-gpu=name --format=csv\n"]),
@@ -214,8 +256,15 @@ def test_notebook_shell_lines_and_cells_get_the_shell_command_rules(tmp_path):
     result = convert_project(project, tmp_path / "out")
     nb = assert_valid_nbformat4((result / "gpu.ipynb").read_bytes())
     cells = [cell["source"] for cell in nb["cells"]]
-    assert cells[0] == ["import torch\n", "import torch_npu\n", "!npu-smi info\n", "gpu_info = !npu-smi info\n",
-                        "!nvidia-smi -L\n", "print('run nvidia-smi to see the GPUs')\n", "x = torch.zeros(1).npu()\n"]
+    assert cells[0] == [
+        "import torch\n",
+        "import torch_npu\n",
+        "!npu-smi info\n",
+        "gpu_info = !npu-smi info\n",
+        "!nvidia-smi -L\n",
+        "print('run nvidia-smi to see the GPUs')\n",
+        "x = torch.zeros(1).npu()\n",
+    ]
     assert cells[1] == ["%%bash\n", "npu-smi info\n", "nvcc --version\n", "echo nvidia-smi  # not run\n"]
     assert cells[2] == ["Run `!nvidia-smi` first.\n"]  # markdown is prose
     assert cells[3] == ["%%capture\n", "!!nvidia-smi --query-gpu=name --format=csv\n"]
@@ -225,8 +274,11 @@ def test_notebook_shell_lines_and_cells_get_the_shell_command_rules(tmp_path):
     got = sorted((r["Message"].split(":", 1)[0], r["Start Line"]) for r in rows if r["Code"] == "TP107")
     assert got == [("cell 1", "2"), ("cell 1", "3"), ("cell 2", "2"), ("cell 5", "1")]
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
-    found = sorted((row[1], row[4]) for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True)
-                   if row[0] == "gpu.ipynb" and row[4] in ("nvidia-smi", "nvcc"))
+    found = sorted(
+        (row[1], row[4])
+        for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True)
+        if row[0] == "gpu.ipynb" and row[4] in ("nvidia-smi", "nvcc")
+    )
     assert found == [(2, "nvidia-smi"), (3, "nvcc"), (4, "nvidia-smi")]  # cells 4, 2 and 1
     again = convert_file("gpu.ipynb", (result / "gpu.ipynb").read_bytes(), cached_ruleset())
     assert again.new is None and again.changes == []
@@ -236,23 +288,27 @@ def test_shell_commands_run_from_python_are_replaced_or_reported(tmp_path):
     project = tmp_path / "gpuinfo"
     project.mkdir()
     (project / "status.py").write_text(
-        'import subprocess as sp\nfrom os import system\n\n'
+        "import subprocess as sp\nfrom os import system\n\n"
         'system("nvidia-smi")\n'
         'used = sp.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])\n'
         'sp.run(["gpustat"])\n'
-        'print("nvidia-smi shows the GPUs")\n', encoding="utf-8")
+        'print("nvidia-smi shows the GPUs")\n',
+        encoding="utf-8",
+    )
     user = FIXTURES / "rules" / "commands_user.json"
     result = convert_project(project, tmp_path / "out", "-r", str(user))
     assert (result / "status.py").read_text(encoding="utf-8") == (
-        'import subprocess as sp\nfrom os import system\n\n'
+        "import subprocess as sp\nfrom os import system\n\n"
         'system("npu-smi info")\n'
         'used = sp.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])\n'
         'sp.run(["npu-smi", "info"])\n'
-        'print("nvidia-smi shows the GPUs")\n')  # no torch_npu import: a command needs none
+        'print("nvidia-smi shows the GPUs")\n'
+    )  # no torch_npu import: a command needs none
     _, rows = read_change_list(result)
     assert [(r["File"], r["Start Line"], r["Operation Type"], r["Message"].split(" (")[0]) for r in rows] == [
         ("status.py", "4", "shell command", "nvidia-smi -> npu-smi info"),
-        ("status.py", "6", "shell command", "gpustat -> npu-smi info")]
+        ("status.py", "6", "shell command", "gpustat -> npu-smi info"),
+    ]
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
     found = [(row[0], row[1], row[4], row[5]) for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True)]
     assert found == [("status.py", 5, "nvidia-smi", "warning")]
@@ -264,14 +320,20 @@ def test_notebook_calls_of_the_projects_custom_operators_reach_the_workbook(tmp_
     project = tmp_path / "nbops"
     (project / "csrc").mkdir(parents=True)
     (project / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n', encoding="utf-8")
-    (project / "demo.ipynb").write_bytes(notebook(
-        ("markdown", ["`my_ext.go` is our kernel\n"]),
-        ("code", ["import my_ext\n"]),
-        ("code", ["%time y = 1\n", "y = my_ext.go(x)\n"])))
+    (project / "demo.ipynb").write_bytes(
+        notebook(
+            ("markdown", ["`my_ext.go` is our kernel\n"]),
+            ("code", ["import my_ext\n"]),
+            ("code", ["%time y = 1\n", "y = my_ext.go(x)\n"]),
+        )
+    )
     result = convert_project(project, tmp_path / "out")
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
     rows = [row for row in wb["Unsupported"].iter_rows(min_row=2, values_only=True) if row[0] == "demo.ipynb"]
-    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [(1, 1, "my_ext", "error"), (2, 5, "my_ext.go", "error")]
+    assert [(row[1], row[3], row[4], row[5]) for row in rows] == [
+        (1, 1, "my_ext", "error"),
+        (2, 5, "my_ext.go", "error"),
+    ]
     assert str(rows[0][6]).startswith("cell 2: my_ext: imports the project's compiled CUDA extension")
     assert any(str(cell).startswith("cell 3: my_ext.go: custom CUDA operator") for cell in rows[1])
     assert (result / "demo.ipynb").read_bytes() == (project / "demo.ipynb").read_bytes()  # reported, not changed
@@ -288,8 +350,9 @@ def test_notebook_layout_is_kept(tmp_path, indent, eol):
     result = convert_project(project, tmp_path / "out")
     out = (result / "a.ipynb").read_bytes()
     pad = b" " * (4 * indent)
-    expected = source.replace(b'"torch.cuda.synchronize()\\n"',
-                              b'"import torch_npu\\n",' + eol + pad + b'"torch_npu.npu.synchronize()\\n"')
+    expected = source.replace(
+        b'"torch.cuda.synchronize()\\n"', b'"import torch_npu\\n",' + eol + pad + b'"torch_npu.npu.synchronize()\\n"'
+    )
     assert out == expected
 
 
@@ -303,8 +366,12 @@ def test_notebook_skip_comments_apply_to_the_cell(tmp_path):
     (project / "skip.ipynb").write_bytes(source)
     result = convert_project(project, tmp_path / "out")
     nb = assert_valid_nbformat4((result / "skip.ipynb").read_bytes())
-    assert nb["cells"][0]["source"] == ["# transplant: skip-file\n", "import torch\n", "!CUDA_VISIBLE_DEVICES=0 ls\n",
-                                        "x.cuda()"]
+    assert nb["cells"][0]["source"] == [
+        "# transplant: skip-file\n",
+        "import torch\n",
+        "!CUDA_VISIBLE_DEVICES=0 ls\n",
+        "x.cuda()",
+    ]
     assert nb["cells"][1]["source"] == ["import torch_npu\n", "y.npu()\n", "z.cuda()  # transplant: skip\n"]
 
 
@@ -323,18 +390,22 @@ def test_notebook_without_cuda_is_copied(tmp_path):
 def test_shell_script_variables_are_renamed_and_listed(tmp_path):
     project = tmp_path / "sh"
     (project / "tools").mkdir(parents=True)
-    script = (b"#!/usr/bin/env bash\r\n"
-              b"export CUDA_VISIBLE_DEVICES=0,1\r\n"
-              b"CUDA_LAUNCH_BLOCKING=1 python train.py --gpus ${CUDA_VISIBLE_DEVICES}\r\n"
-              b"echo \"$MY_CUDA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES_X\"\r\n")
+    script = (
+        b"#!/usr/bin/env bash\r\n"
+        b"export CUDA_VISIBLE_DEVICES=0,1\r\n"
+        b"CUDA_LAUNCH_BLOCKING=1 python train.py --gpus ${CUDA_VISIBLE_DEVICES}\r\n"
+        b'echo "$MY_CUDA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES_X"\r\n'
+    )
     (project / "tools" / "launch.sh").write_bytes(script)
     os.chmod(project / "tools" / "launch.sh", 0o755)
     result = convert_project(project, tmp_path / "out")
     out = result / "tools" / "launch.sh"
-    assert out.read_bytes() == (b"#!/usr/bin/env bash\r\n"
-                                b"export ASCEND_RT_VISIBLE_DEVICES=0,1\r\n"
-                                b"ASCEND_LAUNCH_BLOCKING=1 python train.py --gpus ${ASCEND_RT_VISIBLE_DEVICES}\r\n"
-                                b"echo \"$MY_CUDA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES_X\"\r\n")
+    assert out.read_bytes() == (
+        b"#!/usr/bin/env bash\r\n"
+        b"export ASCEND_RT_VISIBLE_DEVICES=0,1\r\n"
+        b"ASCEND_LAUNCH_BLOCKING=1 python train.py --gpus ${ASCEND_RT_VISIBLE_DEVICES}\r\n"
+        b'echo "$MY_CUDA_VISIBLE_DEVICES $CUDA_VISIBLE_DEVICES_X"\r\n'
+    )
     assert os.stat(out).st_mode & 0o777 == 0o755
     _, rows = read_change_list(result)
     assert [(r["File"], r["Start Line"], r["Code"], r["Message"]) for r in rows] == [
@@ -353,7 +424,9 @@ def test_formula_cells_are_quoted_in_csv_and_xlsx(tmp_path, name):
     project.mkdir()
     (project / name).write_text("import torch\ntorch.cuda.nccl.all_reduce([])\nx = torch.zeros(1).cuda()\n")
     result = convert_project(project, tmp_path / "out")
-    assert (result / name).read_text() == "import torch\nimport torch_npu\ntorch.cuda.nccl.all_reduce([])\nx = torch.zeros(1).npu()\n"
+    assert (
+        result / name
+    ).read_text() == "import torch\nimport torch_npu\ntorch.cuda.nccl.all_reduce([])\nx = torch.zeros(1).npu()\n"
     _, rows = read_change_list(result)
     assert rows and {r["File"] for r in rows} == {"'" + name}
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")

@@ -21,32 +21,70 @@ from conftest import cached_ruleset
 # --------------------------------------------------------------------------- sources
 
 IMPORTS = [
-    "import torch", "import torch as T", "import torch.cuda", "import torch.cuda as tc",
-    "from torch import cuda", "from torch import cuda as C", "from torch.cuda import amp",
-    "from torch.cuda.amp import autocast, GradScaler", "import torch.distributed as dist",
-    "import numpy as np", "import os", "from numba import cuda as ncuda",
+    "import torch",
+    "import torch as T",
+    "import torch.cuda",
+    "import torch.cuda as tc",
+    "from torch import cuda",
+    "from torch import cuda as C",
+    "from torch.cuda import amp",
+    "from torch.cuda.amp import autocast, GradScaler",
+    "import torch.distributed as dist",
+    "import numpy as np",
+    "import os",
+    "from numba import cuda as ncuda",
 ]
-DEVICES = ['"cuda"', '"cuda:0"', "'cuda:1'", '"cpu"', 'f"cuda:{rank}"', '"cuda:{}".format(rank)',
-           '"cuda:%d" % rank', '"cuda" if flag else "cpu"']
+DEVICES = [
+    '"cuda"',
+    '"cuda:0"',
+    "'cuda:1'",
+    '"cpu"',
+    'f"cuda:{rank}"',
+    '"cuda:{}".format(rank)',
+    '"cuda:%d" % rank',
+    '"cuda" if flag else "cpu"',
+]
 EXPRS = [
-    "torch.cuda.is_available()", "torch.cuda.device_count()", "torch.cuda.synchronize()",
-    "T.cuda.current_device()", "tc.empty_cache()", "cuda.manual_seed(1)", "C.set_device(rank)",
-    "x.cuda()", "x.cuda(rank)", "x.is_cuda", "model.to(@D)", "torch.device(@D)",
-    "torch.zeros(2, device=@D)", "torch.load(path, map_location=@D)",
-    "dist.init_process_group('nccl')", "np.zeros(3)", "ncuda.jit(f)", "autocast()", "GradScaler()",
-    "os.environ['CUDA_VISIBLE_DEVICES']", "'cuda or cpu'", "rank + 1", "[x, y]", "{'device': @D}",
+    "torch.cuda.is_available()",
+    "torch.cuda.device_count()",
+    "torch.cuda.synchronize()",
+    "T.cuda.current_device()",
+    "tc.empty_cache()",
+    "cuda.manual_seed(1)",
+    "C.set_device(rank)",
+    "x.cuda()",
+    "x.cuda(rank)",
+    "x.is_cuda",
+    "model.to(@D)",
+    "torch.device(@D)",
+    "torch.zeros(2, device=@D)",
+    "torch.load(path, map_location=@D)",
+    "dist.init_process_group('nccl')",
+    "np.zeros(3)",
+    "ncuda.jit(f)",
+    "autocast()",
+    "GradScaler()",
+    "os.environ['CUDA_VISIBLE_DEVICES']",
+    "'cuda or cpu'",
+    "rank + 1",
+    "[x, y]",
+    "{'device': @D}",
 ]
 NAMES = st.sampled_from(["x", "y", "device", "dev", "model_device", "rank", "flag", "out"])
 
 
 def _expr() -> st.SearchStrategy[str]:
     leaf = st.tuples(st.sampled_from(EXPRS), st.sampled_from(DEVICES)).map(lambda t: t[0].replace("@D", t[1]))
-    return st.recursive(leaf, lambda inner: st.one_of(
-        st.tuples(inner, inner).map(lambda t: f"({t[0]}, {t[1]})"),
-        st.tuples(inner, inner).map(lambda t: f"{t[0]} if flag else {t[1]}"),
-        inner.map(lambda e: f"f({e})"),
-        inner.map(lambda e: f"[{e} for _ in range(2)]"),
-    ), max_leaves=4)
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.tuples(inner, inner).map(lambda t: f"({t[0]}, {t[1]})"),
+            st.tuples(inner, inner).map(lambda t: f"{t[0]} if flag else {t[1]}"),
+            inner.map(lambda e: f"f({e})"),
+            inner.map(lambda e: f"[{e} for _ in range(2)]"),
+        ),
+        max_leaves=4,
+    )
 
 
 def _indent(block: list[str]) -> list[str]:
@@ -71,15 +109,23 @@ def _statements(depth: int) -> st.SearchStrategy[list[str]]:
 
     return st.one_of(
         simple,
-        st.sampled_from(["if torch.cuda.is_available():", "if flag:", "for rank in range(2):",
-                         "with torch.cuda.amp.autocast():", "with torch.no_grad():", "try:"]).flatmap(
-            lambda h: block(h).map(lambda b: b + (["except Exception:", "    pass"] if h == "try:" else []))),
+        st.sampled_from(
+            [
+                "if torch.cuda.is_available():",
+                "if flag:",
+                "for rank in range(2):",
+                "with torch.cuda.amp.autocast():",
+                "with torch.no_grad():",
+                "try:",
+            ]
+        ).flatmap(lambda h: block(h).map(lambda b: b + (["except Exception:", "    pass"] if h == "try:" else []))),
         st.sampled_from(['def f(x, device="cuda"):', "def g(model, rank=0):", "class M:"]).flatmap(block),
     )
 
 
 SOURCES = st.lists(_statements(2), min_size=1, max_size=8).map(
-    lambda parts: "\n".join(line for part in parts for line in part) + "\n")
+    lambda parts: "\n".join(line for part in parts for line in part) + "\n"
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -99,12 +145,20 @@ def test_output_parses_and_second_conversion_is_a_no_op(source):
 # --------------------------------------------------------------------------- trees
 
 _NAME = st.text(alphabet=st.sampled_from(list("abcXYZ019_-. éü深模 ")), min_size=1, max_size=10).filter(
-    lambda n: n not in (".", "..") and n.strip() == n and n not in SKIP_DIRS and n not in VENDOR_DIRS)
-_CONTENT = st.sampled_from([
-    b"import torch\nx = torch.cuda.is_available()\n", b"print('hello')\n", b"def f(:\n", b"",
-    b"\x00\x01\xff binary", b"#!/bin/sh\nexport CUDA_VISIBLE_DEVICES=0\n", b"name,value\n1,2\n",
-    b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
-])
+    lambda n: n not in (".", "..") and n.strip() == n and n not in SKIP_DIRS and n not in VENDOR_DIRS
+)
+_CONTENT = st.sampled_from(
+    [
+        b"import torch\nx = torch.cuda.is_available()\n",
+        b"print('hello')\n",
+        b"def f(:\n",
+        b"",
+        b"\x00\x01\xff binary",
+        b"#!/bin/sh\nexport CUDA_VISIBLE_DEVICES=0\n",
+        b"name,value\n1,2\n",
+        b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
+    ]
+)
 _SUFFIX = st.sampled_from([".py", ".txt", ".sh", ".ipynb", ".csv", "", ".PY"])
 _TREE = st.recursive(
     st.tuples(_NAME, _SUFFIX, _CONTENT).map(lambda t: (t[0] + t[1], t[2])),

@@ -36,8 +36,9 @@ def triton_result(tmp_path_factory) -> Path:
 
 
 def as_tsv(rows: list[tuple]) -> str:
-    return "".join("\t".join("" if v is None else str(v) for v in (r[0], r[1], r[5], r[4], r[6], r[8], r[9])) + "\n"
-                   for r in rows)
+    return "".join(
+        "\t".join("" if v is None else str(v) for v in (r[0], r[1], r[5], r[4], r[6], r[8], r[9])) + "\n" for r in rows
+    )
 
 
 def test_triton_report_matches_golden(triton_result: Path):
@@ -54,8 +55,13 @@ def test_triton_rows_are_one_per_kernel_never_per_tl_call(triton_result: Path):
     assert not any("tl." in (r[6] or "") or r[4].startswith("triton.language") for r in rows)
     # kernels the project already runs on NPU: a package that checks for triton_ascend, a module
     # imported only behind an NPU test, a backend folder named for Ascend, and the loader say nothing
-    assert not {"fused_ops/layernorm.py", "fused_ops/__init__.py", "rms_kernels/rms.py", "ops/loader.py",
-                "backends/_ascend/swiglu.py"} & set(per_file)
+    assert not {
+        "fused_ops/layernorm.py",
+        "fused_ops/__init__.py",
+        "rms_kernels/rms.py",
+        "ops/loader.py",
+        "backends/_ascend/swiglu.py",
+    } & set(per_file)
     # the route is triton-ascend, not "no route"
     kernel = next(r for r in rows if r[0] == "kernels/softmax.py" and r[5] == "warning")
     assert "triton-ascend" in kernel[6] and "triton-ascend" in kernel[7] and "grid" in kernel[7]
@@ -66,8 +72,10 @@ def test_triton_rows_are_one_per_kernel_never_per_tl_call(triton_result: Path):
 def test_libraries_sheet_lists_files_with_counts(triton_result: Path):
     rows = {r[0]: r for r in sheet(triton_result, "Libraries")}
     triton = rows["triton"]
-    assert triton[2] == "kernels/fast_math.py (3), kernels/softmax.py (3), model.py (5), ops/cpu_ref.py:2, " \
-                        "requirements.txt:2"
+    assert (
+        triton[2] == "kernels/fast_math.py (3), kernels/softmax.py (3), model.py (5), ops/cpu_ref.py:2, "
+        "requirements.txt:2"
+    )
     assert triton[1] == 13
     assert "triton-ascend" in triton[3]
 
@@ -84,13 +92,18 @@ def test_a_kernel_file_with_its_own_triton_ascend_check_is_silent(tmp_path):
     (root / "k").mkdir(parents=True)
     kernel = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n"
     (root / "k" / "cuda_k.py").write_text(kernel)
-    (root / "k" / "ready_k.py").write_text("import importlib.util\nassert importlib.util.find_spec('triton_ascend')\n"
-                                         + kernel)
+    (root / "k" / "ready_k.py").write_text(
+        "import importlib.util\nassert importlib.util.find_spec('triton_ascend')\n" + kernel
+    )
     (root / "run.py").write_text("from k.ready_k import k\nfrom k.cuda_k import k as k2\nk[(1,)](x)\nk2[(1,)](x)\n")
     result = convert_project(root, tmp_path / "out")
     rows = sheet(result, "Unsupported")
     assert sorted((r[0], r[1], r[5]) for r in rows) == [
-        ("k/cuda_k.py", 1, "note"), ("k/cuda_k.py", 5, "warning"), ("run.py", 2, "note"), ("run.py", 4, "note")]
+        ("k/cuda_k.py", 1, "note"),
+        ("k/cuda_k.py", 5, "warning"),
+        ("run.py", 2, "note"),
+        ("run.py", 4, "note"),
+    ]
 
 
 def test_paths_named_for_the_npu():
@@ -133,8 +146,13 @@ def test_version_list_rows_say_where_the_fact_comes_from():
         for entry in entries.values():
             assert f"op_list_{version.replace('.', '_')}.json" in entry["source"], entry
             assert entry["level"] == "warning" or entry.get("suggestion"), entry  # a note says what to do
-        for everyday in ("torch.nn.utils.clip_grad_norm_", "torch.nn.functional.grid_sample",
-                         "torch.nn.MultiheadAttention", "torch.cdist", "torch.nn.MaxPool2d"):
+        for everyday in (
+            "torch.nn.utils.clip_grad_norm_",
+            "torch.nn.functional.grid_sample",
+            "torch.nn.MultiheadAttention",
+            "torch.cdist",
+            "torch.nn.MaxPool2d",
+        ):
             assert entries[everyday]["level"] == "note", (path.name, everyday)
         for subsystem in ("torch.sparse_csr_tensor", "torch.quantize_per_tensor"):
             if subsystem in entries:
@@ -147,24 +165,30 @@ def test_version_list_rows_say_where_the_fact_comes_from():
 # ---- grouping (reports/findings.py) and the Libraries sheet, on records made by hand
 
 
-def rec(line: int, level: str = "warning", api: str = "cupy", message: str = "m", suggestion: str = "s",
-        code: str = "TP206") -> Record:
+def rec(
+    line: int, level: str = "warning", api: str = "cupy", message: str = "m", suggestion: str = "s", code: str = "TP206"
+) -> Record:
     return Record(line, 1, line, 2, code, level, "", message, "builtin", api=api, suggestion=suggestion)
 
 
 def test_identical_findings_in_a_file_are_one_row_with_count_and_lines():
-    a = FileResult("a.py", "python", records=[rec(3), rec(9), rec(4, suggestion="other"), rec(1, "note"),
-                                               rec(2, "error", api="x")])
+    a = FileResult(
+        "a.py", "python", records=[rec(3), rec(9), rec(4, suggestion="other"), rec(1, "note"), rec(2, "error", api="x")]
+    )
     b = FileResult("b.py", "python", records=[rec(5), rec(6, level="fix")])
     rows = findings.rows([a, b])
     got = [(r.path, r.first.line, r.first.level, r.count, r.lines) for r in rows]
-    assert got == [("a.py", 2, "error", 1, [2]), ("a.py", 3, "warning", 2, [3, 9]), ("a.py", 4, "warning", 1, [4]),
-                   ("b.py", 5, "warning", 1, [5]), ("a.py", 1, "note", 1, [1])]
+    assert got == [
+        ("a.py", 2, "error", 1, [2]),
+        ("a.py", 3, "warning", 2, [3, 9]),
+        ("a.py", 4, "warning", 1, [4]),
+        ("b.py", 5, "warning", 1, [5]),
+        ("a.py", 1, "note", 1, [1]),
+    ]
     assert findings.level_counts([a, b]) == {"error": 1, "warning": 4, "note": 1}
     kinds = findings.kind_counts([a, b, FileResult("c.py", "python", records=[rec(1, "error", code="TP201")])])
     # most errors first, then most warnings
-    assert kinds == [("TP206", {"error": 1, "warning": 4, "note": 1}),
-                     ("TP201", {"error": 1, "warning": 0, "note": 0})]
+    assert kinds == [("TP206", {"error": 1, "warning": 4, "note": 1}), ("TP201", {"error": 1, "warning": 0, "note": 0})]
 
 
 def test_many_lines_are_shown_up_to_a_limit():
@@ -173,8 +197,11 @@ def test_many_lines_are_shown_up_to_a_limit():
 
 
 def test_library_where_counts_per_file_and_routes_come_from_what_must_be_done():
-    a = FileResult("a.py", "python", records=[rec(3, suggestion="fix it"), rec(9, suggestion="fix it"),
-                                               rec(1, "note", suggestion="just know")])
+    a = FileResult(
+        "a.py",
+        "python",
+        records=[rec(3, suggestion="fix it"), rec(9, suggestion="fix it"), rec(1, "note", suggestion="just know")],
+    )
     b = FileResult("b.py", "python", records=[rec(5, suggestion="fix it")])
     assert library_rows([a, b]) == [("cupy", 4, "a.py (3), b.py:5", "fix it")]
     only_notes = FileResult("c.py", "python", records=[rec(1, "note", suggestion="just know")])
@@ -191,16 +218,20 @@ def test_a_build_through_a_helper_is_a_cuda_build_and_links_its_operators(tmp_pa
     (root / "torch_utils" / "__init__.py").write_text("")
     (root / "torch_utils" / "custom_ops.py").write_text(
         "import torch.utils.cpp_extension\n\n\ndef get_plugin(module_name, sources, **build_kwargs):\n"
-        "    return torch.utils.cpp_extension.load(name=module_name, sources=sources, **build_kwargs)\n")
-    (ops / "bias_act.cpp").write_text('#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n'
-                                      '    m.def("bias_act", &bias_act);\n}\n')
+        "    return torch.utils.cpp_extension.load(name=module_name, sources=sources, **build_kwargs)\n"
+    )
+    (ops / "bias_act.cpp").write_text(
+        "#include <torch/extension.h>\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+        '    m.def("bias_act", &bias_act);\n}\n'
+    )
     (ops / "bias_act.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n")
     (ops / "bias_act.py").write_text(
         "import os\nfrom .. import custom_ops\n\n_plugin = None\n\n\ndef _init():\n    global _plugin\n"
         "    _plugin = custom_ops.get_plugin(module_name='bias_act_plugin', sources=['bias_act.cpp', 'bias_act.cu'],\n"
         "                                    source_dir=os.path.dirname(__file__), extra_cuda_cflags=['--use_fast_math'])\n"
         "    kernel = os.path.join(os.path.dirname(__file__), 'bias_act.cu')  # a path, not a build\n"
-        "    return open(kernel).read()\n\n\ndef bias_act(x):\n    return _plugin.bias_act(x)\n")
+        "    return open(kernel).read()\n\n\ndef bias_act(x):\n    return _plugin.bias_act(x)\n"
+    )
     result = convert_project(root, tmp_path / "out")
     rows = sheet(result, "Unsupported")
     builds = [(r[0], r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
@@ -211,8 +242,12 @@ def test_a_build_through_a_helper_is_a_cuda_build_and_links_its_operators(tmp_pa
     assert not [r for r in rows if r[0] == "torch_utils/ops/bias_act.py" and r[1] in (11, 12)]
     # the operator the sources register is named under the module the helper builds, with its call
     operators = sheet(result, "Custom operators")
-    assert ("torch_utils/ops/bias_act.cpp", "bias_act_plugin.bias_act", 3, "torch_utils/ops/bias_act.py:16") \
-        in operators
+    assert (
+        "torch_utils/ops/bias_act.cpp",
+        "bias_act_plugin.bias_act",
+        3,
+        "torch_utils/ops/bias_act.py:16",
+    ) in operators
 
 
 def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(tmp_path):
@@ -222,11 +257,13 @@ def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(t
         "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension, "
         "CppExtension\nsetup(ext_modules=[CUDAExtension('pkg._C', ['pkg/csrc/ops.cu']),\n"
         "                   CppExtension('cpu_only_ext', ['pkg/csrc/cpu.cpp'])],\n"
-        "      cmdclass={'build_ext': BuildExtension})\n")
+        "      cmdclass={'build_ext': BuildExtension})\n"
+    )
     (root / "pkg" / "csrc" / "ops.cu").write_text('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("fused", &f); }\n')
     (root / "pkg" / "csrc" / "cpu.cpp").write_text('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("g", &g); }\n')
-    (root / "pkg" / "__init__.py").write_text("from . import _C\nimport cpu_only_ext\nfrom pkg._C import fused\n"
-                                              "from ._Cx import other  # another module\n")
+    (root / "pkg" / "__init__.py").write_text(
+        "from . import _C\nimport cpu_only_ext\nfrom pkg._C import fused\nfrom ._Cx import other  # another module\n"
+    )
     result = convert_project(root, tmp_path / "out")
     rows = [(r[1], r[5], r[4], r[8], r[9]) for r in sheet(result, "Unsupported") if r[0] == "pkg/__init__.py"]
     assert rows == [(1, "error", "pkg._C", 2, "1, 3")]  # the same finding twice: one row, counted
@@ -236,20 +273,25 @@ def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(t
 def test_every_table_is_its_list_of_columns(triton_result: Path):
     """Header, widths and cells of each sheet come from one list of (name, width, value)."""
     from transplant.reports.columns import table_rows
-    from transplant.reports.repository import (API_COUNT_COLUMNS, CHANGE_COLUMNS, SUMMARY_COLUMNS,
-                                               UNSUPPORTED_COLUMNS)
+    from transplant.reports.repository import API_COUNT_COLUMNS, CHANGE_COLUMNS, SUMMARY_COLUMNS, UNSUPPORTED_COLUMNS
     from transplant.reports.sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS
     from transplant.reports.xlsx import column_letter
 
     wb = openpyxl.load_workbook(triton_result / "unsupported_op.xlsx")
-    tables = {"Unsupported": UNSUPPORTED_COLUMNS, "API counts": API_COUNT_COLUMNS, "Custom operators": OPERATOR_COLUMNS,
-              "Libraries": LIBRARY_COLUMNS, "Summary": SUMMARY_COLUMNS}
+    tables = {
+        "Unsupported": UNSUPPORTED_COLUMNS,
+        "API counts": API_COUNT_COLUMNS,
+        "Custom operators": OPERATOR_COLUMNS,
+        "Libraries": LIBRARY_COLUMNS,
+        "Summary": SUMMARY_COLUMNS,
+    }
     assert wb.sheetnames == list(tables)
     for title, columns in tables.items():
         ws = wb[title]
         assert [c.value for c in ws[1]] == [c.name for c in columns], title
         assert [ws.column_dimensions[column_letter(i)].width for i in range(1, len(columns) + 1)] == [
-            c.width for c in columns], title
+            c.width for c in columns
+        ], title
     header = (triton_result / "change_list.csv").read_text(encoding="utf-8").splitlines()[0]
     assert header == ",".join(c.name for c in CHANGE_COLUMNS)
     row = table_rows(UNSUPPORTED_COLUMNS, [findings.Row("a.py", rec(3, api="=cmd"), 4, [3, 7])])[0]

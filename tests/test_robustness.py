@@ -123,6 +123,7 @@ def _failing_copy(path: Path, real):
         if str(src) == str(path):
             raise PermissionError(errno.EACCES, "Permission denied", str(src))
         return real(src, dst, **kw)
+
     return copy
 
 
@@ -206,17 +207,20 @@ def test_project_report_names_are_not_clobbered(project, tmp_path, capsys):
 # --------------------------------------------------------------------------- rule files
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("not_json.json", "not_json.json:2:22: not valid JSON"),
-    ("wrong_type.json", "rules.ArgsModifyRule[0].arg_idx: 'x' is not of type 'integer'"),
-    ("missing_key.json", "rules.ArgsModifyRule[0]: 'arg_new' is a required property"),
-    ("unknown_kind.json", "unknown rule kind 'RenameEverything'"),
-    ("bad_arg_new.json", "rules.ArgsModifyRule[0].arg_new: '1 +' is not a Python expression"),
-    ("bad_name.json", "rules.FuncNameModifyRule[0].new_name: 'a.1x' is not a valid Python name"),
-    ("keyword_name.json", "rules.FuncNameModifyRule[0].new_name: 'a.class' is not a valid Python name"),
-    ("not_object.json", "(top level): [] is not of type 'object'"),
-    ("entries_not_list.json", "rules.FuncNameModifyRule: {} is not of type 'array'"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("not_json.json", "not_json.json:2:22: not valid JSON"),
+        ("wrong_type.json", "rules.ArgsModifyRule[0].arg_idx: 'x' is not of type 'integer'"),
+        ("missing_key.json", "rules.ArgsModifyRule[0]: 'arg_new' is a required property"),
+        ("unknown_kind.json", "unknown rule kind 'RenameEverything'"),
+        ("bad_arg_new.json", "rules.ArgsModifyRule[0].arg_new: '1 +' is not a Python expression"),
+        ("bad_name.json", "rules.FuncNameModifyRule[0].new_name: 'a.1x' is not a valid Python name"),
+        ("keyword_name.json", "rules.FuncNameModifyRule[0].new_name: 'a.class' is not a valid Python name"),
+        ("not_object.json", "(top level): [] is not of type 'object'"),
+        ("entries_not_list.json", "rules.FuncNameModifyRule: {} is not of type 'array'"),
+    ],
+)
 def test_invalid_rule_file_stops_before_writing(project, tmp_path, capsys, name, expected):
     rc, _, err = run(capsys, "-i", str(project), "-o", str(tmp_path / "out"), "-r", str(RULES / name))
     assert rc == 2
@@ -229,10 +233,16 @@ def test_pathological_rule_files(project, tmp_path, capsys):
     deep_json = tmp_path / "deep.json"
     deep_json.write_text("[" * 100_000 + "]" * 100_000)
     deep_expr = tmp_path / "deep_expr.json"
-    deep_expr.write_text('{"rules": {"ArgsModifyRule": [{"func_name": "a.b", "arg_idx": 0, "arg_new": "%s"}]}}'
-                         % ("(" * 5000 + "1" + ")" * 5000))
-    for path, expected in ((deep_json, "nested too deeply"), (deep_expr, "arg_new: expression nested too deeply"),
-                           (tmp_path / "absent.json", "rule file not found"), (tmp_path, "is a directory")):
+    deep_expr.write_text(
+        '{"rules": {"ArgsModifyRule": [{"func_name": "a.b", "arg_idx": 0, "arg_new": "%s"}]}}'
+        % ("(" * 5000 + "1" + ")" * 5000)
+    )
+    for path, expected in (
+        (deep_json, "nested too deeply"),
+        (deep_expr, "arg_new: expression nested too deeply"),
+        (tmp_path / "absent.json", "rule file not found"),
+        (tmp_path, "is a directory"),
+    ):
         rc, _, err = run(capsys, "-i", str(project), "-o", str(tmp_path / "out"), "-r", str(path))
         assert rc == 2
         assert expected in one_error_line(err)
@@ -280,8 +290,11 @@ def test_file_contents_are_converted_or_copied_unchanged(tmp_path):
     src.mkdir()
     for name, (data, _) in CONTENTS.items():
         (src / name).write_bytes(data)
-    proc = subprocess.run([sys.executable, "-m", "transplant", "-i", str(src), "-o", str(tmp_path / "out"),
-                           "-j", "2"], capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "transplant", "-i", str(src), "-o", str(tmp_path / "out"), "-j", "2"],
+        capture_output=True,
+        timeout=120,
+    )
     err, out = proc.stderr.decode(), proc.stdout.decode()
     assert proc.returncode == 0, err
     assert "Traceback" not in err + out
@@ -299,22 +312,27 @@ def test_file_contents_are_converted_or_copied_unchanged(tmp_path):
     assert (result / "bom.py").read_bytes().startswith(b"\xef\xbb\xbfimport torch\nimport torch_npu\n")
     assert b"caf\xe9" in (result / "latin1.py").read_bytes()
     assert "中文" in (result / "gbk.py").read_bytes().decode("gbk")
-    assert (result / "crlf.py").read_bytes() == b"import torch\r\nimport torch_npu\r\nx = torch_npu.npu.is_available()\r\n"
+    assert (
+        result / "crlf.py"
+    ).read_bytes() == b"import torch\r\nimport torch_npu\r\nx = torch_npu.npu.is_available()\r\n"
     assert b"\n\tx = torch_npu.npu.is_available()\n\tif x:\n\t\ty = 1\n" in (result / "tabs.py").read_bytes()
     log = (result / "msFmkTranspltlog.txt").read_text()
     assert "deep_parens.py: not converted: source is nested too deeply" in log
 
 
-@pytest.mark.parametrize("source, deep", [
-    (b"x = " + b"(" * (MAX_BRACKETS + 1) + b"1" + b")" * (MAX_BRACKETS + 1), True),
-    (b"x = " + b"(" * MAX_BRACKETS + b"1" + b")" * MAX_BRACKETS, False),
-    (b"x = " + b"-" * (MAX_DEPTH + 1) + b"1", True),
-    (b"x = f" + b"()" * (MAX_DEPTH + 1), True),
-    (b"x = [" + b", ".join([b"a + b"] * 10_000) + b"]", False),  # wide, not deep
-    (b"x = " + b" < ".join([b"a"] * 10_000), False),  # comparisons are one flat node
-    (b"s = '" + b"(" * 5000 + b"'  # " + b"[" * 5000 + b"\n", False),  # strings and comments
-    (b"x = 1\n" * 5000, False),
-])
+@pytest.mark.parametrize(
+    "source, deep",
+    [
+        (b"x = " + b"(" * (MAX_BRACKETS + 1) + b"1" + b")" * (MAX_BRACKETS + 1), True),
+        (b"x = " + b"(" * MAX_BRACKETS + b"1" + b")" * MAX_BRACKETS, False),
+        (b"x = " + b"-" * (MAX_DEPTH + 1) + b"1", True),
+        (b"x = f" + b"()" * (MAX_DEPTH + 1), True),
+        (b"x = [" + b", ".join([b"a + b"] * 10_000) + b"]", False),  # wide, not deep
+        (b"x = " + b" < ".join([b"a"] * 10_000), False),  # comparisons are one flat node
+        (b"s = '" + b"(" * 5000 + b"'  # " + b"[" * 5000 + b"\n", False),  # strings and comments
+        (b"x = 1\n" * 5000, False),
+    ],
+)
 def test_nesting_guard(source, deep):
     assert (nesting_error(source) is not None) == deep
 
@@ -486,16 +504,31 @@ def test_a_worker_that_dies_costs_only_its_file(tmp_path, capsys, monkeypatch):
 
 def _slow_project(root: Path) -> Path:
     body = "import torch\n" + "".join(
-        f"def f{i}(x):\n    torch.cuda.synchronize()\n    return x.cuda() + {i}\n" for i in range(100))
+        f"def f{i}(x):\n    torch.cuda.synchronize()\n    return x.cuda() + {i}\n" for i in range(100)
+    )
     for i in range(40):
         (root / f"m{i}.py").write_text(body)
     return root
 
 
 def _start(tmp_path: Path, jobs: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "transplant", "-i", str(tmp_path / "proj"), "-o",
-                             str(tmp_path / "out"), "-j", jobs, "-q"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "transplant",
+            "-i",
+            str(tmp_path / "proj"),
+            "-o",
+            str(tmp_path / "out"),
+            "-j",
+            jobs,
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -565,8 +598,10 @@ def test_stale_staging_of_any_project_is_removed_live_and_foreign_kept(tmp_path,
     out = tmp_path / "out"
     out.mkdir()
     dead = _dead_pid()
-    stale = [out / f".proj_msft.{dead}.abcd1234.partial",  # this project, as this version names them
-             out / f".other.v2_msft_multi.{dead}.k3_x9q0z.partial"]  # another project, mkdtemp's name
+    stale = [
+        out / f".proj_msft.{dead}.abcd1234.partial",  # this project, as this version names them
+        out / f".other.v2_msft_multi.{dead}.k3_x9q0z.partial",
+    ]  # another project, mkdtemp's name
     for path in stale:
         (path / "sub").mkdir(parents=True)
         (path / "sub" / "f.py").write_bytes(CUDA)
@@ -583,7 +618,8 @@ def test_stale_staging_of_any_project_is_removed_live_and_foreign_kept(tmp_path,
     assert live.is_dir() and all(path.exists() for path in not_ours)
     assert link.is_symlink() and (project / "train.py").read_bytes() == CUDA
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["proj_msft", live.name, link.name, *(p.name for p in not_ours)])
+        ["proj_msft", live.name, link.name, *(p.name for p in not_ours)]
+    )
 
 
 def test_staging_names_are_what_the_cleaner_recognises(tmp_path):

@@ -52,16 +52,34 @@ def test_every_rule_kind_has_an_example_a_rule_author_can_copy():
 
 def test_failing_examples_are_one_line_each_and_the_exit_status_is_1(tmp_path, capsys):
     rules = {
-        "FuncNameModifyRule": [{"old_name": "mylib.cuda_sync", "new_name": "mylib.npu_sync", "examples": {
-            "valid": ["import mylib\nmylib.npu_sync()\n",  # holds
-                      "import mylib\nmylib.cuda_sync()\n"],  # changes
-            "invalid": [{"source": "import mylib\nmylib.cuda_sync()\n", "output": "import mylib\nmylib.npu_sync()\n",
-                         "code": "TP101"},  # holds
-                        {"source": "import mylib as m\nm.cuda_sync()\n", "output": "import mylib as m\nm.npu_sync(1)\n"},
+        "FuncNameModifyRule": [
+            {
+                "old_name": "mylib.cuda_sync",
+                "new_name": "mylib.npu_sync",
+                "examples": {
+                    "valid": [
+                        "import mylib\nmylib.npu_sync()\n",  # holds
+                        "import mylib\nmylib.cuda_sync()\n",
+                    ],  # changes
+                    "invalid": [
+                        {
+                            "source": "import mylib\nmylib.cuda_sync()\n",
+                            "output": "import mylib\nmylib.npu_sync()\n",
+                            "code": "TP101",
+                        },  # holds
+                        {
+                            "source": "import mylib as m\nm.cuda_sync()\n",
+                            "output": "import mylib as m\nm.npu_sync(1)\n",
+                        },
                         {"source": "import mylib\nmylib.cuda_sync()\n", "code": "TP201"},
-                        {"source": "import other\nother.cuda_sync()\n"}]}}],
-        "UnsupportedRule": [{"name": "mylib.gpu_only", "level": "error", "examples": {
-            "valid": ["import mylib\nmylib.gpu_only()\n"]}}],  # reported
+                        {"source": "import other\nother.cuda_sync()\n"},
+                    ],
+                },
+            }
+        ],
+        "UnsupportedRule": [
+            {"name": "mylib.gpu_only", "level": "error", "examples": {"valid": ["import mylib\nmylib.gpu_only()\n"]}}
+        ],  # reported
     }
     path = write(tmp_path, rules)
     assert main(["test-rules", str(path)]) == 1
@@ -84,13 +102,30 @@ def test_failing_examples_are_one_line_each_and_the_exit_status_is_1(tmp_path, c
 
 
 def test_examples_in_other_file_kinds_and_a_clean_run(tmp_path, capsys):
-    cell = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                       "source": ["!gpustat\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    rules = {"ShellCommandRule": [{"old_name": "gpustat", "new_name": "npu-smi info", "examples": {
-        "valid": [{"file": "run.sh", "source": "echo gpustat\n"}],
-        "invalid": [{"file": "run.sh", "source": "gpustat\n", "output": "npu-smi info\n", "code": "TP107"},
-                    {"file": "nb.ipynb", "source": json.dumps(cell), "code": "TP107"},
-                    {"file": "Dockerfile", "source": "FROM ubuntu\nRUN gpustat -i\n", "code": "TP207"}]}}]}
+    cell = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ["!gpustat\n"]}
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    rules = {
+        "ShellCommandRule": [
+            {
+                "old_name": "gpustat",
+                "new_name": "npu-smi info",
+                "examples": {
+                    "valid": [{"file": "run.sh", "source": "echo gpustat\n"}],
+                    "invalid": [
+                        {"file": "run.sh", "source": "gpustat\n", "output": "npu-smi info\n", "code": "TP107"},
+                        {"file": "nb.ipynb", "source": json.dumps(cell), "code": "TP107"},
+                        {"file": "Dockerfile", "source": "FROM ubuntu\nRUN gpustat -i\n", "code": "TP207"},
+                    ],
+                },
+            }
+        ]
+    }
     assert main(["test-rules", str(write(tmp_path, rules))]) == 0
     assert capsys.readouterr().out == "transplant test-rules: 4 examples of 1 rule in 1 file: 4 passed, 0 failed\n"
     plain = write(tmp_path, {"EnvVarModifyRule": [{"old_name": "MY_CUDA", "new_name": "MY_NPU"}]}, "plain.json")
@@ -98,13 +133,16 @@ def test_examples_in_other_file_kinds_and_a_clean_run(tmp_path, capsys):
     assert capsys.readouterr().out == "transplant test-rules: no examples in 1 rule file\n"
 
 
-@pytest.mark.parametrize("examples_value, complaint", [
-    ({"invalid": [{"output": "x"}]}, "examples.invalid[0]: 'source' is a required property"),
-    ({"valid": [{"source": "x", "outptu": "y"}]}, "examples.valid[0]"),
-    ({"invalid": [{"source": "x", "code": "E101"}]}, "examples.invalid[0].code"),
-    ({"invalid": [{"source": "x", "file": "a/b.py"}]}, "examples.invalid[0].file"),
-    ({}, "examples"),
-])
+@pytest.mark.parametrize(
+    "examples_value, complaint",
+    [
+        ({"invalid": [{"output": "x"}]}, "examples.invalid[0]: 'source' is a required property"),
+        ({"valid": [{"source": "x", "outptu": "y"}]}, "examples.valid[0]"),
+        ({"invalid": [{"source": "x", "code": "E101"}]}, "examples.invalid[0].code"),
+        ({"invalid": [{"source": "x", "file": "a/b.py"}]}, "examples.invalid[0].file"),
+        ({}, "examples"),
+    ],
+)
 def test_a_bad_example_is_a_schema_error_with_its_place(tmp_path, capsys, examples_value, complaint):
     path = write(tmp_path, {"FuncNameModifyRule": [{"old_name": "a.b", "new_name": "a.c", "examples": examples_value}]})
     assert main(["test-rules", str(path)]) == 2
@@ -131,8 +169,11 @@ def test_the_documented_example_rule_holds(tmp_path, capsys):
     """The rule with examples the documentation shows (README or docs/) is one test-rules accepts."""
     import re
 
-    texts = [p.read_text(encoding="utf-8") for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-             if p.is_file()]
+    texts = [
+        p.read_text(encoding="utf-8")
+        for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+        if p.is_file()
+    ]
     blocks = [b for text in texts for b in re.findall(r"```json\n(.*?)\n```", text, re.S) if '"examples"' in b]
     assert len(blocks) == 1
     entry = json.loads(blocks[0])

@@ -87,12 +87,24 @@ def test_check_log_is_valid_and_matches_the_json_diagnostics(work, capsys):
         (location,) = result["locations"]
         physical = location["physicalLocation"]
         assert physical["artifactLocation"] == {"uri": item["path"], "uriBaseId": "%SRCROOT%"}
-        assert physical["region"] == {"startLine": item["line"], "startColumn": item["column"],
-                                      "endLine": item["end_line"], "endColumn": item["end_column"]}
+        assert physical["region"] == {
+            "startLine": item["line"],
+            "startColumn": item["column"],
+            "endLine": item["end_line"],
+            "endColumn": item["end_column"],
+        }
         assert item["message"] in result["message"]["text"]
     levels = {r["ruleId"]: r["level"] for r in run["results"]}
-    assert levels == {"TP106": "warning", "TP102": "warning", "TP104": "warning", "TP101": "warning",
-                      "TP105": "warning", "TP201": "error", "TP203": "note", "TP900": "error"}
+    assert levels == {
+        "TP106": "warning",
+        "TP102": "warning",
+        "TP104": "warning",
+        "TP101": "warning",
+        "TP105": "warning",
+        "TP201": "error",
+        "TP203": "note",
+        "TP900": "error",
+    }
     fix = next(r for r in run["results"] if r["ruleId"] == "TP101")
     assert fix["properties"]["old"] == "torch.cuda.synchronize"
     assert fix["properties"]["new"] == "torch_npu.npu.synchronize"
@@ -147,7 +159,7 @@ def test_columns_count_code_points(work, capsys):
     result = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "TP101")
     region = result["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] == region["endLine"] == 2
-    assert text[region["startColumn"] - 1: region["endColumn"] - 1] == "torch.cuda.synchronize"
+    assert text[region["startColumn"] - 1 : region["endColumn"] - 1] == "torch.cuda.synchronize"
 
 
 def test_stdin_check_as_sarif(work, capsys, monkeypatch):
@@ -166,29 +178,56 @@ def test_levels_of_rules_and_results(work, capsys):
     assert code == 2 and errors_of(log) == []
     run = log["runs"][0]
     defaults = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
-    assert defaults == {"TP101": "warning", "TP102": "warning", "TP103": "warning", "TP104": "warning",
-                        "TP105": "warning", "TP106": "warning", "TP201": "error", "TP202": "warning",
-                        "TP203": "note", "TP900": "error", "TP107": "warning", "TP204": "error",
-                        "TP205": "warning", "TP206": "warning", "TP207": "warning",
-                        "TP240": "note", "TP241": "warning", "TP242": "warning", "TP243": "warning",  # guards
-                        **{f"TP30{i}": "warning" for i in range(1, 7)}}  # distributed mode
+    assert defaults == {
+        "TP101": "warning",
+        "TP102": "warning",
+        "TP103": "warning",
+        "TP104": "warning",
+        "TP105": "warning",
+        "TP106": "warning",
+        "TP201": "error",
+        "TP202": "warning",
+        "TP203": "note",
+        "TP900": "error",
+        "TP107": "warning",
+        "TP204": "error",
+        "TP205": "warning",
+        "TP206": "warning",
+        "TP207": "warning",
+        "TP240": "note",
+        "TP241": "warning",
+        "TP242": "warning",
+        "TP243": "warning",  # guards
+        **{f"TP30{i}": "warning" for i in range(1, 7)},
+    }  # distributed mode
     seen = {r["ruleId"]: r["level"] for r in run["results"]}
     assert seen["TP202"] == "warning"
     assert all(defaults[rule] == level for rule, level in seen.items())
 
 
-@pytest.mark.parametrize("mutate, complaint", [
-    (lambda log: log["runs"][0]["results"][0].__setitem__("level", "fix"), "is not one of"),
-    (lambda log: log["runs"][0]["results"][0].pop("ruleId"), "'ruleId' is a required property"),
-    (lambda log: log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
-     .__setitem__("startLine", 0), "less than the minimum"),
-    (lambda log: log["runs"][0]["results"][0].__setitem__("ruleID", "TP101"), "Additional properties"),
-    (lambda log: log.__setitem__("version", "2.0.0"), "was expected"),
-    (lambda log: log["runs"][0]["tool"]["driver"]["rules"][0].pop("shortDescription"), "required"),
-    (lambda log: log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
-     .__setitem__("uri", "C:\\x y.py"), "is not a 'uri-reference'"),
-    (lambda log: log["runs"][0]["tool"]["driver"].__setitem__("informationUri", "not a uri"), "is not a 'uri'"),
-])
+@pytest.mark.parametrize(
+    "mutate, complaint",
+    [
+        (lambda log: log["runs"][0]["results"][0].__setitem__("level", "fix"), "is not one of"),
+        (lambda log: log["runs"][0]["results"][0].pop("ruleId"), "'ruleId' is a required property"),
+        (
+            lambda log: log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"].__setitem__(
+                "startLine", 0
+            ),
+            "less than the minimum",
+        ),
+        (lambda log: log["runs"][0]["results"][0].__setitem__("ruleID", "TP101"), "Additional properties"),
+        (lambda log: log.__setitem__("version", "2.0.0"), "was expected"),
+        (lambda log: log["runs"][0]["tool"]["driver"]["rules"][0].pop("shortDescription"), "required"),
+        (
+            lambda log: log["runs"][0]["results"][0]["locations"][0]["physicalLocation"][
+                "artifactLocation"
+            ].__setitem__("uri", "C:\\x y.py"),
+            "is not a 'uri-reference'",
+        ),
+        (lambda log: log["runs"][0]["tool"]["driver"].__setitem__("informationUri", "not a uri"), "is not a 'uri'"),
+    ],
+)
 def test_the_reduced_schema_rejects_broken_logs(work, capsys, mutate, complaint):
     _, log = sarif(capsys, "--check", "train.py")
     assert errors_of(log) == []

@@ -18,8 +18,9 @@ USER_RULES = '{"rules": {"FuncNameModifyRule": [{"old_name": "mylib.cuda_kernel"
 
 
 def run(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "transplant", *args], cwd=cwd, capture_output=True, text=True,
-                          input=stdin, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "transplant", *args], cwd=cwd, capture_output=True, text=True, input=stdin, timeout=120
+    )
 
 
 def project(tmp_path: Path, table: str) -> Path:
@@ -36,19 +37,25 @@ def test_table_is_read_and_checked(tmp_path: Path):
     table = read_table(root / "pyproject.toml")
     assert options_for(table) == RuleOptions((root / "r.json",), True, False, "2.6")
     # flags win: -r replaces the table's rules, --pytorch-version its version; -sim turns similar on
-    assert options_for(table, rules=[Path("x.json")], similar=True, pytorch_version="2.1") == \
-        RuleOptions((Path("x.json"),), True, True, "2.1")
-    assert project_options(root / "src", similar=True) == (RuleOptions((root / "r.json",), True, True, "2.6"),
-                                                           root / "pyproject.toml")
+    assert options_for(table, rules=[Path("x.json")], similar=True, pytorch_version="2.1") == RuleOptions(
+        (Path("x.json"),), True, True, "2.1"
+    )
+    assert project_options(root / "src", similar=True) == (
+        RuleOptions((root / "r.json",), True, True, "2.6"),
+        root / "pyproject.toml",
+    )
 
 
-@pytest.mark.parametrize("table, message", [
-    ("colour = true", "unknown key 'colour'"),
-    ('similar = "yes"', "similar must be true or false"),
-    ('pytorch_version = "1.0"', "pytorch_version must be one of"),
-    ('rules = "r.json"', "rules must be a list"),
-    ("rules = [", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ("colour = true", "unknown key 'colour'"),
+        ('similar = "yes"', "similar must be true or false"),
+        ('pytorch_version = "1.0"', "pytorch_version must be one of"),
+        ('rules = "r.json"', "rules must be a list"),
+        ("rules = [", "not valid TOML"),
+    ],
+)
 def test_a_bad_table_is_one_line_and_exit_2(tmp_path: Path, table: str, message: str):
     root = project(tmp_path, table)
     with pytest.raises(RuleError, match=message):

@@ -122,14 +122,19 @@ def test_consecutive_folds_share_one_marker() -> None:
     skel = skeleton(source, RULES)
     assert skel is not None
     assert skel.folds == [b"x = 1\n# a comment\n\ny = 2\n", b"w = 3\n"]
-    assert skel.text == b"import torch\n__transplant_folded_0__\nz = torch.cuda.current_device()\n__transplant_folded_1__\n"
+    assert (
+        skel.text
+        == b"import torch\n__transplant_folded_0__\nz = torch.cuda.current_device()\n__transplant_folded_1__\n"
+    )
     assert skel.line(3) == 6
     check_skeleton(source)
 
 
 def test_imports_and_the_docstring_are_never_folded() -> None:
-    source = b'"""Doc."""\nimport torch\ntry:\n    import yaml\nexcept ImportError:\n    yaml = None\n' \
-             b"x = torch.cuda.is_available()\n"
+    source = (
+        b'"""Doc."""\nimport torch\ntry:\n    import yaml\nexcept ImportError:\n    yaml = None\n'
+        b"x = torch.cuda.is_available()\n"
+    )
     skel = skeleton(source, RULES)
     assert skel is not None
     assert skel.folds == [b"    yaml = None\n"]
@@ -146,15 +151,18 @@ def test_escapes_are_not_folded() -> None:
     assert folded(source) == [b"y = 1"]
 
 
-@pytest.mark.parametrize("source", [
-    b"\xef\xbb\xbfimport torch\nx = 1\ny = torch.cuda.is_available()\n",  # byte order mark
-    b"import torch\r\nx = 1\ny = torch.cuda.is_available()\n",  # mixed line ends
-    b"import torch\rx = 1\ry = torch.cuda.is_available()\r",  # old Mac line ends
-    b"import torch\nx = '__transplant_folded_0__'\ny = torch.cuda.is_available()\n",  # the marker itself
-    b"# -*- coding: latin-1 -*-\nimport torch\nx = 1\ny = torch.cuda.is_available()\n",  # not UTF-8
-    b"import torch\nx = 1\ny = torch.cuda.is_available(\n",  # CPython rejects it
-    b"import torch\ntorch.cuda.synchronize()\n",  # nothing to fold
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"\xef\xbb\xbfimport torch\nx = 1\ny = torch.cuda.is_available()\n",  # byte order mark
+        b"import torch\r\nx = 1\ny = torch.cuda.is_available()\n",  # mixed line ends
+        b"import torch\rx = 1\ry = torch.cuda.is_available()\r",  # old Mac line ends
+        b"import torch\nx = '__transplant_folded_0__'\ny = torch.cuda.is_available()\n",  # the marker itself
+        b"# -*- coding: latin-1 -*-\nimport torch\nx = 1\ny = torch.cuda.is_available()\n",  # not UTF-8
+        b"import torch\nx = 1\ny = torch.cuda.is_available(\n",  # CPython rejects it
+        b"import torch\ntorch.cuda.synchronize()\n",  # nothing to fold
+    ],
+)
 def test_no_skeleton(source: bytes) -> None:
     assert skeleton(source, RULES) is None
 
@@ -163,8 +171,9 @@ def test_line_ends_and_missing_final_newline_are_kept() -> None:
     source = b"import torch\r\n\r\ndef f():\r\n    return 1\r\n\r\nx = torch.cuda.is_available()\r\ny = 2"
     skel = skeleton(source, RULES)
     assert skel is not None
-    assert skel.text == (b"import torch\r\n\r\n__transplant_folded_0__\r\n\r\nx = torch.cuda.is_available()\r\n"
-                         b"__transplant_folded_1__")
+    assert skel.text == (
+        b"import torch\r\n\r\n__transplant_folded_0__\r\n\r\nx = torch.cuda.is_available()\r\n__transplant_folded_1__"
+    )
     check_skeleton(source)
     assert engine.convert(source, RULES).new == whole(source).new
 
@@ -188,8 +197,10 @@ def test_records_carry_source_lines() -> None:
 
 
 def test_skip_comments_work_through_folds() -> None:
-    source = b"import torch\n\n\ndef f():\n    return 1\n\n\nx = torch.cuda.is_available()  # transplant: skip\n" \
-             b"y = torch.cuda.is_available()\n"
+    source = (
+        b"import torch\n\n\ndef f():\n    return 1\n\n\nx = torch.cuda.is_available()  # transplant: skip\n"
+        b"y = torch.cuda.is_available()\n"
+    )
     conv = engine.convert(source, RULES)
     assert conv.new is not None
     assert b"x = torch.cuda.is_available()  # transplant: skip\n" in conv.new
@@ -220,17 +231,50 @@ def test_fixtures_convert_the_same_through_the_skeleton(monkeypatch: pytest.Monk
 # --------------------------------------------------------------------------- generated nested code
 
 SIMPLE = [
-    "x = 1", "print('plain')", "total = compute(a,\n{i}    b)", "text = '''one\ntwo'''", "pass",
-    "y = x.cuda()", "torch.cuda.synchronize()", "d = 'cuda:0'", "model.to(device)", "dev = 'cuda'",
-    "tc.synchronize()", "amp.autocast()", "n = tc", "a = 1; b = x.cuda()", "a = 1; b = 2",
-    "s = torch.cuda.get_device_name(0)  # trailing comment", "q = nn.DataParallel(m)",
-    "os.environ['CUDA_VISIBLE_DEVICES'] = '0'", "z = torch.zeros(1)", "assert ok, 'cuda missing'",
+    "x = 1",
+    "print('plain')",
+    "total = compute(a,\n{i}    b)",
+    "text = '''one\ntwo'''",
+    "pass",
+    "y = x.cuda()",
+    "torch.cuda.synchronize()",
+    "d = 'cuda:0'",
+    "model.to(device)",
+    "dev = 'cuda'",
+    "tc.synchronize()",
+    "amp.autocast()",
+    "n = tc",
+    "a = 1; b = x.cuda()",
+    "a = 1; b = 2",
+    "s = torch.cuda.get_device_name(0)  # trailing comment",
+    "q = nn.DataParallel(m)",
+    "os.environ['CUDA_VISIBLE_DEVICES'] = '0'",
+    "z = torch.zeros(1)",
+    "assert ok, 'cuda missing'",
 ]
-IMPORTS = ["import torch", "import torch.cuda as tc", "from torch.cuda import amp", "import os",
-           "import torch.nn as nn", "from torch import cuda"]
-HEADERS = ["def f{n}(a, tc=None):", "def g{n}(self):", "class C{n}:", "class M{n}(nn.Module):", "if x:", "for i in y:",
-           "while not done:", "with torch.cuda.device(0):", "with open(p) as fh:", "try:", "@decorate\ndef d{n}():",
-           "async def h{n}():", "if x == 'cuda':"]
+IMPORTS = [
+    "import torch",
+    "import torch.cuda as tc",
+    "from torch.cuda import amp",
+    "import os",
+    "import torch.nn as nn",
+    "from torch import cuda",
+]
+HEADERS = [
+    "def f{n}(a, tc=None):",
+    "def g{n}(self):",
+    "class C{n}:",
+    "class M{n}(nn.Module):",
+    "if x:",
+    "for i in y:",
+    "while not done:",
+    "with torch.cuda.device(0):",
+    "with open(p) as fh:",
+    "try:",
+    "@decorate\ndef d{n}():",
+    "async def h{n}():",
+    "if x == 'cuda':",
+]
 
 
 @st.composite
@@ -279,11 +323,11 @@ def module_source(draw) -> bytes:
     return text.encode()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(source=module_source())
-def test_generated_code_converts_the_same_through_the_skeleton(source: bytes,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generated_code_converts_the_same_through_the_skeleton(source: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     try:
         compile(source, "<generated>", "exec", dont_inherit=True)
     except SyntaxError:
@@ -299,12 +343,16 @@ def test_deep_nesting_matters_only_where_libcst_parses() -> None:
     from transplant.nesting import MAX_DEPTH
 
     deep = "total = " + " + ".join(["1"] * (MAX_DEPTH + 50)) + "\n"
-    folded_deep = ("import torch\n\n\ndef table():\n    " + deep + "    return total\n\n\n"
-                   "x = torch.cuda.is_available()\n").encode()
+    folded_deep = (
+        "import torch\n\n\ndef table():\n    " + deep + "    return total\n\n\nx = torch.cuda.is_available()\n"
+    ).encode()
     conv = engine.convert(folded_deep, RULES)
     assert conv.new is not None and b"torch_npu.npu.is_available()" in conv.new
     assert conv.new.replace(b"import torch_npu\n", b"").replace(b"torch_npu.npu.", b"torch.cuda.") == folded_deep
-    active_deep = ("import torch\n\n\ndef table():\n    y = 1\n    z = 2\n\n    " + deep.replace("total = ", "total = torch.cuda.device_count() + ")).encode()
+    active_deep = (
+        "import torch\n\n\ndef table():\n    y = 1\n    z = 2\n\n    "
+        + deep.replace("total = ", "total = torch.cuda.device_count() + ")
+    ).encode()
     with pytest.raises(engine.SourceError) as err:
         engine.convert(active_deep, RULES)
     assert "nested too deeply" in str(err.value) and err.value.line == 8  # its line in the source
@@ -313,9 +361,11 @@ def test_deep_nesting_matters_only_where_libcst_parses() -> None:
 def test_a_function_binding_an_imported_name_keeps_that_statement() -> None:
     # in a function, ``torch = ...`` (or ``global torch``) decides what every ``torch`` there is:
     # the engine must see it, however inert the statement is; a module's own rebinding may fold
-    source = (b"import torch\nx = torch.zeros(1)\ntorch = torch\n\n\ndef f(a):\n    b = a + 1\n"
-              b"    torch = fake(b)\n    c = b * 2\n    torch.cuda.synchronize()\n    return c\n\n\n"
-              b"def g(a):\n    b = a + 1\n    global torch\n    c = b * 2\n    torch.cuda.synchronize()\n")
+    source = (
+        b"import torch\nx = torch.zeros(1)\ntorch = torch\n\n\ndef f(a):\n    b = a + 1\n"
+        b"    torch = fake(b)\n    c = b * 2\n    torch.cuda.synchronize()\n    return c\n\n\n"
+        b"def g(a):\n    b = a + 1\n    global torch\n    c = b * 2\n    torch.cuda.synchronize()\n"
+    )
     skel = skeleton(source, RULES)
     assert skel is not None
     assert b"    torch = fake(b)\n" in skel.text and b"    global torch\n" in skel.text

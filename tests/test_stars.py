@@ -51,13 +51,16 @@ def test_repository_conversion_follows_star_imports(tmp_path):
     result = tmp_path / "star_imports_msft"
     assert (result / "train.py").read_text() == (
         "import torch_npu\nfrom models import *\n\nif torch_npu.npu.is_available():\n"
-        "    device = torch.device(\"npu:0\")\n    torch_npu.npu.synchronize()\nnet = nn.DataParallel(Block())\n"
-        "y = F.relu(torch.ones(2).npu())\n")
+        '    device = torch.device("npu:0")\n    torch_npu.npu.synchronize()\nnet = nn.DataParallel(Block())\n'
+        "y = F.relu(torch.ones(2).npu())\n"
+    )
     assert (result / "eval.py").read_text() == (
         "import torch_npu\nfrom models.cyclic import *\n\ntorch_npu.npu.synchronize()\n"
-        "dist.init_process_group(\"hccl\")\n")
+        'dist.init_process_group("hccl")\n'
+    )
     assert (result / "tools" / "other.py").read_text() == (
-        "import torch_npu\nfrom thirdparty_helpers import *\n\ntorch_npu.npu.empty_cache()\n")
+        "import torch_npu\nfrom thirdparty_helpers import *\n\ntorch_npu.npu.empty_cache()\n"
+    )
     assert (result / "models" / "__init__.py").read_bytes() == (PROJECT / "models" / "__init__.py").read_bytes()
     again = run("--check", "--format", "json", str(result))
     assert again.returncode == 1  # DataParallel is still reported; nothing else would change
@@ -67,5 +70,7 @@ def test_repository_conversion_follows_star_imports(tmp_path):
 def test_check_reports_star_provided_names_and_the_assumption():
     out = run("--check", str(PROJECT)).stdout
     assert "train.py:6:7: TP202 torch.nn.DataParallel" in out  # nn comes from `from models import *`
-    assert ("tools/other.py:1:1: TP203 torch is used in this file without an import of its own: it is taken as "
-            "the torch module, assumed to come from `from thirdparty_helpers import *`") in out
+    assert (
+        "tools/other.py:1:1: TP203 torch is used in this file without an import of its own: it is taken as "
+        "the torch module, assumed to come from `from thirdparty_helpers import *`"
+    ) in out

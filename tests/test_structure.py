@@ -9,8 +9,11 @@ from transplant.engine.state import State
 
 def test_no_two_handlers_define_the_same_visit_or_leave_method():
     owners: dict[str, list[str]] = {}
-    handlers = [cls for cls in transformer.Converter.__mro__ if issubclass(cls, State) and cls not in (
-        transformer.Converter, State)]
+    handlers = [
+        cls
+        for cls in transformer.Converter.__mro__
+        if issubclass(cls, State) and cls not in (transformer.Converter, State)
+    ]
     assert len(handlers) >= 5
     for cls in handlers:
         for name in vars(cls):

@@ -62,8 +62,14 @@ def places(ws) -> list[tuple]:
 def test_tree_matches_expected_byte_for_byte(result):
     check_tree(EXPECTED, result, ignore=REPORTS)
     # C++ and CUDA sources are copied byte for byte, the GBK comment included
-    for name in ("csrc/fused_add_kernel.cu", "csrc/fused_add.cpp", "csrc/scale_ops.cpp", "setup.py",
-                 "requirements.txt", "fused/__init__.py"):
+    for name in (
+        "csrc/fused_add_kernel.cu",
+        "csrc/fused_add.cpp",
+        "csrc/scale_ops.cpp",
+        "setup.py",
+        "requirements.txt",
+        "fused/__init__.py",
+    ):
         assert (result / name).read_bytes() == (SOURCE / name).read_bytes(), name
     assert "融合加法".encode("gbk") in (result / "csrc/fused_add_kernel.cu").read_bytes()
 
@@ -72,10 +78,16 @@ def test_change_list(result):
     check_change_list(EXPECTED, result)
     _, got = read_change_list(result)
     changes = {(r["File"], r["Start Line"], r["Code"]) for r in got}
-    assert {("configs/train.yaml", "2", "TP104"), ("configs/train.yaml", "3", "TP103"),
-            ("configs/eval.json", "2", "TP104"), ("configs/eval.json", "3", "TP103"),
-            ("Dockerfile", "2", "TP105"), ("Dockerfile", "5", "TP107"),
-            ("scripts/check_gpu.sh", "3", "TP107"), ("scripts/check_gpu.sh", "6", "TP105")} <= changes
+    assert {
+        ("configs/train.yaml", "2", "TP104"),
+        ("configs/train.yaml", "3", "TP103"),
+        ("configs/eval.json", "2", "TP104"),
+        ("configs/eval.json", "3", "TP103"),
+        ("Dockerfile", "2", "TP105"),
+        ("Dockerfile", "5", "TP107"),
+        ("scripts/check_gpu.sh", "3", "TP107"),
+        ("scripts/check_gpu.sh", "6", "TP105"),
+    } <= changes
 
 
 def test_custom_operators_sheet(workbook):
@@ -96,9 +108,11 @@ def test_libraries_sheet(workbook):
     ws = workbook["Libraries"]
     assert [c.value for c in ws[1]] == ["Library", "Uses", "Where", "NPU route"]
     got = {r[0]: r[1:3] for r in rows(ws)}
-    assert got == {"apex": (1, "setup.py:11"),
-                   "flash_attn": (4, "Dockerfile:4, evaluate.py (2), requirements.txt:4"),
-                   "pynvml": (1, "requirements.txt:6")}
+    assert got == {
+        "apex": (1, "setup.py:11"),
+        "flash_attn": (4, "Dockerfile:4, evaluate.py (2), requirements.txt:4"),
+        "pynvml": (1, "requirements.txt:6"),
+    }
     assert "torch_npu.optim.NpuFusedAdam" in rows(ws)[0][3]
 
 
@@ -146,8 +160,10 @@ def test_every_cuda_tie_is_rewritten_or_reported(result):
     wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
     reported = {(r[0], r[1]) for r in places(wb["Unsupported"])} | {(r["File"], int(r["Start Line"])) for r in changes}
     files_reported = {r[0] for r in rows(wb["Unsupported"])}
-    tie = re.compile(rb"(?<![\w/])(cuda(:\d)?|nccl|nvidia-smi|CUDA_VISIBLE_DEVICES|nvcc|_C\.|torch\.ops\.myops|flash-attn"
-                     rb"|relu_ext\.)(?![\w-])")
+    tie = re.compile(
+        rb"(?<![\w/])(cuda(:\d)?|nccl|nvidia-smi|CUDA_VISIBLE_DEVICES|nvcc|_C\.|torch\.ops\.myops|flash-attn"
+        rb"|relu_ext\.)(?![\w-])"
+    )
     for name in sorted(tree(SOURCE)):
         data = (SOURCE / name).read_bytes()
         if file_kind(name) == "cpp":
@@ -160,8 +176,13 @@ def test_every_cuda_tie_is_rewritten_or_reported(result):
 
 
 def test_check_on_the_folder_reports_the_same_findings(result):
-    out = subprocess.run([sys.executable, "-m", "transplant", "--check", "--format", "json", "-q", "."],
-                         cwd=SOURCE, capture_output=True, text=True, env=_env())
+    out = subprocess.run(
+        [sys.executable, "-m", "transplant", "--check", "--format", "json", "-q", "."],
+        cwd=SOURCE,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
     assert out.returncode == 1, out.stderr
     diagnostics = json.loads(out.stdout)
     findings = {(d["path"], d["line"], d["code"], d["level"]) for d in diagnostics if d["level"] != "fix"}
@@ -170,13 +191,21 @@ def test_check_on_the_folder_reports_the_same_findings(result):
     assert {(p, line, level) for p, line, _, level in findings} == expected
     codes = {code for *_, code, _ in findings}
     assert {"TP204", "TP205", "TP206", "TP207"} <= codes
-    sarif = subprocess.run([sys.executable, "-m", "transplant", "--check", "--format", "sarif", "-q", "."],
-                           cwd=SOURCE, capture_output=True, text=True, env=_env())
+    sarif = subprocess.run(
+        [sys.executable, "-m", "transplant", "--check", "--format", "sarif", "-q", "."],
+        cwd=SOURCE,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
     log = json.loads(sarif.stdout)
     rule_ids = {r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]}
     assert {"TP107", "TP204", "TP205", "TP206", "TP207"} <= rule_ids
-    assert any(r["ruleId"] == "TP204" and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-               == "csrc/scale_ops.cpp" for r in log["runs"][0]["results"])
+    assert any(
+        r["ruleId"] == "TP204"
+        and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "csrc/scale_ops.cpp"
+        for r in log["runs"][0]["results"]
+    )
 
 
 def _env():
@@ -189,13 +218,18 @@ def _env():
 
 
 def test_cpp_scan_ignores_comments_and_strings_and_survives_any_bytes():
-    data = (b"// m.def(\"fake\", f)\n/* TORCH_LIBRARY(no, m) { m.def(\"x\"); } */\n"
-            b"PYBIND11_MODULE(my_ext, m) {\n  m.def(\"real\", &f, \"doc m.def(\\\"inner\\\")\");\n"
-            b"  const char* s = \"}\";\n  m.def(\"second\", &g);\n}\n"
-            b"TORCH_LIBRARY_FRAGMENT(ns, lib) { lib.def(TORCH_SELECTIVE_SCHEMA(\"ns::op.out(Tensor a) -> Tensor\")); }\n")
+    data = (
+        b'// m.def("fake", f)\n/* TORCH_LIBRARY(no, m) { m.def("x"); } */\n'
+        b'PYBIND11_MODULE(my_ext, m) {\n  m.def("real", &f, "doc m.def(\\"inner\\")");\n'
+        b'  const char* s = "}";\n  m.def("second", &g);\n}\n'
+        b'TORCH_LIBRARY_FRAGMENT(ns, lib) { lib.def(TORCH_SELECTIVE_SCHEMA("ns::op.out(Tensor a) -> Tensor")); }\n'
+    )
     found = [(r.line, r.macro, r.module, r.op) for r in scan(data).registrations]
-    assert found == [(4, "PYBIND11_MODULE", "my_ext", "real"), (6, "PYBIND11_MODULE", "my_ext", "second"),
-                     (8, "TORCH_LIBRARY_FRAGMENT", "ns", "op")]
+    assert found == [
+        (4, "PYBIND11_MODULE", "my_ext", "real"),
+        (6, "PYBIND11_MODULE", "my_ext", "second"),
+        (8, "TORCH_LIBRARY_FRAGMENT", "ns", "op"),
+    ]
     for garbage in (bytes(range(256)) * 4, b"PYBIND11_MODULE(x, m) {" + b"\xff\xfe" * 100, "中文".encode("gbk")):
         scan(garbage)
 
@@ -205,8 +239,10 @@ def test_literal_pybind_module_and_its_calls_without_a_build(tmp_path):
     (tmp_path / "use.py").write_text("import my_ext as e\nfrom my_ext import go\ne.go(1)\ngo(2)\nmy_extension.go(3)\n")
     facts = gather([("ops.cpp", str(tmp_path / "ops.cpp")), ("use.py", str(tmp_path / "use.py"))])
     res = convert_file("use.py", (tmp_path / "use.py").read_bytes(), cached_ruleset(), facts=facts)
-    assert [(r.line, r.col, r.api, r.level) for r in res.findings] == [(3, 1, "my_ext.go", "warning"),
-                                                                       (4, 1, "my_ext.go", "warning")]
+    assert [(r.line, r.col, r.api, r.level) for r in res.findings] == [
+        (3, 1, "my_ext.go", "warning"),
+        (4, 1, "my_ext.go", "warning"),
+    ]
     assert res.new is None
     # without the project facts the pre-filter skips the file: nothing there names CUDA
     assert convert_file("use.py", (tmp_path / "use.py").read_bytes(), cached_ruleset()).skipped
@@ -217,30 +253,48 @@ def test_torch_ops_of_another_namespace_and_aliases(tmp_path):
     facts = gather([("k.cu", str(tmp_path / "k.cu"))])
     src = b"import torch as th\nfrom torch import ops\nth.ops.fast.gelu(x)\nops.fast.gelu(x)\nth.ops.aten.add(x, x)\nf = getattr(th.ops.fast, 'gelu')\n"
     res = convert_file("m.py", src, cached_ruleset(), facts=facts)
-    assert [(r.line, r.api) for r in res.findings] == [(3, "torch.ops.fast.gelu"), (4, "torch.ops.fast.gelu"),
-                                                       (6, "torch.ops.fast")]
+    assert [(r.line, r.api) for r in res.findings] == [
+        (3, "torch.ops.fast.gelu"),
+        (4, "torch.ops.fast.gelu"),
+        (6, "torch.ops.fast"),
+    ]
     assert all(r.level == "error" and r.code == "TP204" for r in res.findings)
 
 
 def _notebook(*cells: list[str]) -> bytes:
-    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": cell} for cell in cells],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1).encode()
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": cell}
+                for cell in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        },
+        indent=1,
+    ).encode()
 
 
 def test_notebook_cells_calling_custom_operators_are_reported(tmp_path):
-    (tmp_path / "ops.cu").write_text('PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n'
-                                     'TORCH_LIBRARY(fast, m) { m.def("gelu(Tensor x) -> Tensor"); }\n')
+    (tmp_path / "ops.cu").write_text(
+        'PYBIND11_MODULE(my_ext, m) { m.def("go", &go); }\n'
+        'TORCH_LIBRARY(fast, m) { m.def("gelu(Tensor x) -> Tensor"); }\n'
+    )
     facts = gather([("ops.cu", str(tmp_path / "ops.cu"))])
-    data = _notebook(["%matplotlib inline\n", "import my_ext as e\n", "import torch as th\n"],
-                     ["!ls\n", "y = e.go(x)\n", "z = th.ops.fast.gelu(y)\n"],
-                     ["print('my_ext.go is fast')\n", "th.ops.aten.add(y, y)\n", "my_extension.go(3)\n"],
-                     ["%%bash\n", "my_ext.go\n"])
+    data = _notebook(
+        ["%matplotlib inline\n", "import my_ext as e\n", "import torch as th\n"],
+        ["!ls\n", "y = e.go(x)\n", "z = th.ops.fast.gelu(y)\n"],
+        ["print('my_ext.go is fast')\n", "th.ops.aten.add(y, y)\n", "my_extension.go(3)\n"],
+        ["%%bash\n", "my_ext.go\n"],
+    )
     res = convert_file("nb.ipynb", data, cached_ruleset(), facts=facts)
     # an import in one cell, the call in the next: read as one program, placed in the cell
     assert [(r.cell, r.line, r.col, r.code, r.level, r.api) for r in res.findings] == [
         (1, 2, 1, "TP204", "error", "my_ext"),  # the import of the compiled CUDA extension fails first
-        (2, 2, 5, "TP204", "error", "my_ext.go"), (2, 3, 5, "TP204", "error", "torch.ops.fast.gelu")]
+        (2, 2, 5, "TP204", "error", "my_ext.go"),
+        (2, 3, 5, "TP204", "error", "torch.ops.fast.gelu"),
+    ]
     assert res.new is None
     # without the project's facts nothing in the notebook names CUDA: the pre-filter skips it
     assert convert_file("nb.ipynb", data, cached_ruleset()).skipped
@@ -248,13 +302,16 @@ def test_notebook_cells_calling_custom_operators_are_reported(tmp_path):
     broken = _notebook(["import my_ext\n", "my_ext.go(1)\n"], ["def f(:\n"])
     res = convert_file("nb.ipynb", broken, cached_ruleset(), facts=facts)
     assert [(r.cell, r.line, r.api) for r in res.findings if r.code == "TP204"] == [
-        (1, 1, "my_ext"), (1, 2, "my_ext.go")]
+        (1, 1, "my_ext"),
+        (1, 2, "my_ext.go"),
+    ]
 
 
 def test_notebook_builds_and_a_project_finding_replace_the_generic_one(tmp_path):
-    data = _notebook(["from torch.utils.cpp_extension import load_inline\n"],
-                     ["ext = load_inline(name='inl', cpp_sources=[''], cuda_sources=[src], functions=['go'])\n",
-                      "ext.go(x)\n"])
+    data = _notebook(
+        ["from torch.utils.cpp_extension import load_inline\n"],
+        ["ext = load_inline(name='inl', cpp_sources=[''], cuda_sources=[src], functions=['go'])\n", "ext.go(x)\n"],
+    )
     res = convert_file("nb.ipynb", data, cached_ruleset())
     found = [(r.cell, r.line, r.code, r.api) for r in res.findings]
     assert (2, 1, "TP205", "torch.utils.cpp_extension.load_inline") in found
@@ -270,33 +327,59 @@ def test_skip_comments_apply_to_project_findings(tmp_path):
 # ---- configuration files
 
 
-@pytest.mark.parametrize("name,src,out", [
-    ("a.yaml", b"device: \"cuda:1\"\r\ntrain:\n  - device: cuda  # gpu\n", b"device: \"npu:1\"\r\ntrain:\n  - device: npu  # gpu\n"),
-    ("a.json", b'{"device":"cuda","x":{"dist_backend": "nccl"},"name":"cuda"}', b'{"device":"npu","x":{"dist_backend": "hccl"},"name":"cuda"}'),
-    ("a.toml", b"[trainer]\neval_device = 'cuda:0'\nbackend=\"nccl\"\n", b"[trainer]\neval_device = 'npu:0'\nbackend=\"hccl\"\n"),
-    ("a.ini", b"[run]\ndevice = cuda\n; device = cuda\n", b"[run]\ndevice = npu\n; device = cuda\n"),
-])
+@pytest.mark.parametrize(
+    "name,src,out",
+    [
+        (
+            "a.yaml",
+            b'device: "cuda:1"\r\ntrain:\n  - device: cuda  # gpu\n',
+            b'device: "npu:1"\r\ntrain:\n  - device: npu  # gpu\n',
+        ),
+        (
+            "a.json",
+            b'{"device":"cuda","x":{"dist_backend": "nccl"},"name":"cuda"}',
+            b'{"device":"npu","x":{"dist_backend": "hccl"},"name":"cuda"}',
+        ),
+        (
+            "a.toml",
+            b"[trainer]\neval_device = 'cuda:0'\nbackend=\"nccl\"\n",
+            b"[trainer]\neval_device = 'npu:0'\nbackend=\"hccl\"\n",
+        ),
+        ("a.ini", b"[run]\ndevice = cuda\n; device = cuda\n", b"[run]\ndevice = npu\n; device = cuda\n"),
+    ],
+)
 def test_config_values_under_device_and_backend_keys_are_converted(name, src, out):
     conv = convert_config(name, src)
     assert conv.new == out
     assert convert_config(name, out).new is None
 
 
-@pytest.mark.parametrize("src", [
-    b"device: cudnn\n", b"device_count: 2\n", b"# device: cuda\n", b"cuda_version: '12.1'\n",
-    b"device: cuda_graphs\n", b"backend: gloo\n", b"device: npu\n",
-])
+@pytest.mark.parametrize(
+    "src",
+    [
+        b"device: cudnn\n",
+        b"device_count: 2\n",
+        b"# device: cuda\n",
+        b"cuda_version: '12.1'\n",
+        b"device: cuda_graphs\n",
+        b"backend: gloo\n",
+        b"device: npu\n",
+    ],
+)
 def test_config_look_alikes_are_left_alone(src):
     conv = convert_config("c.yaml", src)
     assert conv.new is None and conv.changes == []
 
 
-@pytest.mark.parametrize("name,src,reported", [
-    ("prof.yaml", b"profiler:\n  cuda: True\n  cpu: true\naccelerator: cuda\n", [(4, "cuda")]),
-    ("flow.yaml", b"opts: {cuda: true, device_name: cuda}\n- cuda\n", [(1, "cuda"), (2, "cuda")]),
-    ("prof.json", b'{"profiler": {"cuda": true, "with_stack": false}, "accelerator": "cuda"}', [(1, "cuda")]),
-    ("prof.ini", b"[profiler]\ncuda = yes\naccelerator = cuda\n", [(3, "cuda")]),
-])
+@pytest.mark.parametrize(
+    "name,src,reported",
+    [
+        ("prof.yaml", b"profiler:\n  cuda: True\n  cpu: true\naccelerator: cuda\n", [(4, "cuda")]),
+        ("flow.yaml", b"opts: {cuda: true, device_name: cuda}\n- cuda\n", [(1, "cuda"), (2, "cuda")]),
+        ("prof.json", b'{"profiler": {"cuda": true, "with_stack": false}, "accelerator": "cuda"}', [(1, "cuda")]),
+        ("prof.ini", b"[profiler]\ncuda = yes\naccelerator = cuda\n", [(3, "cuda")]),
+    ],
+)
 def test_config_keys_named_cuda_are_switches_not_values(name, src, reported):
     # the code that reads profiler.cuda is converted where it is; the key's name reaches no torch call
     conv = convert_config(name, src)
@@ -304,12 +387,21 @@ def test_config_keys_named_cuda_are_switches_not_values(name, src, reported):
     assert [(r.line, r.api) for r in conv.findings] == reported
 
 
-@pytest.mark.parametrize("name,src,out", [
-    ("compose.yaml", b"environment:\n  - CUDA_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n",
-     b"environment:\n  - ASCEND_RT_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n"),
-    ("run.json", b'{"device": "cuda", "env": {"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}}',
-     b'{"device": "npu", "env": {"ASCEND_RT_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}}'),
-])
+@pytest.mark.parametrize(
+    "name,src,out",
+    [
+        (
+            "compose.yaml",
+            b"environment:\n  - CUDA_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n",
+            b"environment:\n  - ASCEND_RT_VISIBLE_DEVICES=0,1\n  - NCCL_DEBUG=INFO  # NCCL_IB_DISABLE\n",
+        ),
+        (
+            "run.json",
+            b'{"device": "cuda", "env": {"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}}',
+            b'{"device": "npu", "env": {"ASCEND_RT_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}}',
+        ),
+    ],
+)
 def test_config_environment_variables_are_renamed_or_reported(name, src, out):
     # renamed like in shell scripts; one without counterpart is reported where it is set, not in a comment
     rules = cached_ruleset()
@@ -321,9 +413,11 @@ def test_config_environment_variables_are_renamed_or_reported(name, src, out):
 
 
 def test_dependency_lists_of_pyproject_and_setup_cfg():
-    pyproject = ('[project]\ndependencies = [\n  "torch>=2.1",\n  "xformers",  # attention\n]\n'
-                 '[project.optional-dependencies]\ngpu = ["bitsandbytes", "cupy-cuda12x"]\n'
-                 '[tool.poetry.dependencies]\ntriton = "^2.1"\n')
+    pyproject = (
+        '[project]\ndependencies = [\n  "torch>=2.1",\n  "xformers",  # attention\n]\n'
+        '[project.optional-dependencies]\ngpu = ["bitsandbytes", "cupy-cuda12x"]\n'
+        '[tool.poetry.dependencies]\ntriton = "^2.1"\n'
+    )
     got = [(r.line, r.api) for r in requirement_records(pyproject_items(pyproject))]
     assert got == [(3, "torch_npu"), (4, "xformers"), (7, "bitsandbytes"), (7, "cupy"), (9, "triton")]
     cfg = "[options]\ninstall_requires =\n    torch\n    torch_npu\n    nvidia-cudnn-cu12\n[metadata]\nname = x\n"
@@ -335,13 +429,19 @@ def test_dependency_lists_of_pyproject_and_setup_cfg():
 
 
 def test_libraries_sheet_is_built_from_library_records():
-    rec = lambda line, api, route: Record(line, 1, line, 2, "TP206", "warning", "library", "m", "r", api=api,
-                                          suggestion=route)
-    results = [FileResult("a.py", "python", records=[rec(3, "flash_attn", "sdpa"), rec(9, "apex", "native amp")],
-                          new_lines={3: 4}),
-               FileResult("b.py", "python", records=[rec(1, "flash_attn", "sdpa")])]
-    assert library_rows(results) == [("apex", 1, "a.py:9", "native amp"),
-                                     ("flash_attn", 2, "a.py:3 (converted: 4), b.py:1", "sdpa")]
+    rec = lambda line, api, route: Record(
+        line, 1, line, 2, "TP206", "warning", "library", "m", "r", api=api, suggestion=route
+    )
+    results = [
+        FileResult(
+            "a.py", "python", records=[rec(3, "flash_attn", "sdpa"), rec(9, "apex", "native amp")], new_lines={3: 4}
+        ),
+        FileResult("b.py", "python", records=[rec(1, "flash_attn", "sdpa")]),
+    ]
+    assert library_rows(results) == [
+        ("apex", 1, "a.py:9", "native amp"),
+        ("flash_attn", 2, "a.py:3 (converted: 4), b.py:1", "sdpa"),
+    ]
     assert operator_rows(results) == []
 
 
@@ -352,13 +452,35 @@ def test_line_map_follows_insertions_and_replacements():
 
 
 def test_file_kinds():
-    kinds = {name: file_kind(name) for name in ("a/b.cu", "x.cuh", "k.cc", "r/requirements-dev.txt",
-                                                "requirements/base.txt", "notes.txt", "c.yml", "Dockerfile",
-                                                "docker/Dockerfile.gpu", "x.dockerfile", "README.md")}
-    assert kinds == {"a/b.cu": "cpp", "x.cuh": "cpp", "k.cc": "cpp", "r/requirements-dev.txt": "requirements",
-                     "requirements/base.txt": "requirements", "notes.txt": "other", "c.yml": "config",
-                     "Dockerfile": "dockerfile", "docker/Dockerfile.gpu": "dockerfile", "x.dockerfile": "dockerfile",
-                     "README.md": "other"}
+    kinds = {
+        name: file_kind(name)
+        for name in (
+            "a/b.cu",
+            "x.cuh",
+            "k.cc",
+            "r/requirements-dev.txt",
+            "requirements/base.txt",
+            "notes.txt",
+            "c.yml",
+            "Dockerfile",
+            "docker/Dockerfile.gpu",
+            "x.dockerfile",
+            "README.md",
+        )
+    }
+    assert kinds == {
+        "a/b.cu": "cpp",
+        "x.cuh": "cpp",
+        "k.cc": "cpp",
+        "r/requirements-dev.txt": "requirements",
+        "requirements/base.txt": "requirements",
+        "notes.txt": "other",
+        "c.yml": "config",
+        "Dockerfile": "dockerfile",
+        "docker/Dockerfile.gpu": "dockerfile",
+        "x.dockerfile": "dockerfile",
+        "README.md": "other",
+    }
 
 
 def test_torch_npu_names_in_project_data_exist():
@@ -366,8 +488,11 @@ def test_torch_npu_names_in_project_data_exist():
 
     texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "rules" / "project").glob("*.json"))]
     texts.append((REPO / "rules" / "shell_commands.json").read_text(encoding="utf-8"))
-    texts += [p.read_text(encoding="utf-8") for p in sorted((REPO / "transplant").rglob("*.py"))
-              if p.parent.name in ("project", "formats")]
+    texts += [
+        p.read_text(encoding="utf-8")
+        for p in sorted((REPO / "transplant").rglob("*.py"))
+        if p.parent.name in ("project", "formats")
+    ]
     names = {n.rstrip(".") for t in texts for n in SUGGESTED.findall(t)}
     assert "torch_npu.utils.cpp_extension.NpuExtension" in names
     for name in names:
@@ -381,16 +506,30 @@ def test_torch_npu_names_in_project_data_exist():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-KEYS = st.sampled_from(["device", "devices", "train_device", "backend", "dist_backend", "accelerator", "gpu",
-                        "name", "device_count", "ddp_backend"])
+KEYS = st.sampled_from(
+    [
+        "device",
+        "devices",
+        "train_device",
+        "backend",
+        "dist_backend",
+        "accelerator",
+        "gpu",
+        "name",
+        "device_count",
+        "ddp_backend",
+    ]
+)
 VALUES = st.sampled_from(["cuda", "cuda:0", "cuda:3", "nccl", "npu", "cpu", "gloo", "cudnn", "my_cuda", "2"])
 QUOTES = st.sampled_from(["", "'", '"'])
 COMMENTS = st.sampled_from(["", "  # cuda here", " # x"])
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(KEYS, VALUES, QUOTES, COMMENTS, st.sampled_from(["yaml", "toml"])), min_size=1, max_size=8),
-       st.sampled_from(["\n", "\r\n"]))
+@given(
+    st.lists(st.tuples(KEYS, VALUES, QUOTES, COMMENTS, st.sampled_from(["yaml", "toml"])), min_size=1, max_size=8),
+    st.sampled_from(["\n", "\r\n"]),
+)
 def test_generated_configs_leave_no_cuda_value_silent(lines, eol):
     fmt = lines[0][4]
     sep = ": " if fmt == "yaml" else " = "
@@ -411,9 +550,25 @@ def test_generated_configs_leave_no_cuda_value_silent(lines, eol):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from(["nvidia-smi", "nvidia-smi -L", "watch -n 1 nvidia-smi", "echo nvidia-smi-like",
-                                 "ls | nvidia-smi", "# nvidia-smi", "x=$(nvidia-smi --query-gpu=name)", "my-nvidia-smi",
-                                 "make"]), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "nvidia-smi",
+                "nvidia-smi -L",
+                "watch -n 1 nvidia-smi",
+                "echo nvidia-smi-like",
+                "ls | nvidia-smi",
+                "# nvidia-smi",
+                "x=$(nvidia-smi --query-gpu=name)",
+                "my-nvidia-smi",
+                "make",
+            ]
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_generated_shell_commands_are_replaced_or_reported(lines):
     data = ("\n".join(lines) + "\n").encode()
     res = convert_file("s.sh", data, cached_ruleset())
@@ -427,8 +582,9 @@ def test_generated_shell_commands_are_replaced_or_reported(lines):
 
 
 def test_stdin_filename_chooses_the_project_file_converter():
-    run = lambda args, data: subprocess.run([sys.executable, "-m", "transplant", *args], input=data,
-                                            capture_output=True, env=_env())
+    run = lambda args, data: subprocess.run(
+        [sys.executable, "-m", "transplant", *args], input=data, capture_output=True, env=_env()
+    )
     out = run(["-", "--stdin-filename", "conf/train.yaml"], b"device: 'cuda:0'  # gpu\r\n")
     assert (out.returncode, out.stdout) == (1, b"device: 'npu:0'  # gpu\r\n")
     out = run(["--check", "-", "--stdin-filename", "csrc/k.cu"], (SOURCE / "csrc/scale_ops.cpp").read_bytes())
@@ -443,8 +599,15 @@ def test_in_place_converts_configs_and_dockerfiles_once(tmp_path):
     args = [sys.executable, "-m", "transplant", "--in-place", "-q", "."]
     first = subprocess.run(args, cwd=tmp_path / "p", capture_output=True, env=_env())
     assert first.returncode == 1
-    for name in ("configs/train.yaml", "configs/eval.json", "Dockerfile", "scripts/check_gpu.sh", "train.py",
-                 "csrc/fused_add_kernel.cu", "requirements.txt"):
+    for name in (
+        "configs/train.yaml",
+        "configs/eval.json",
+        "Dockerfile",
+        "scripts/check_gpu.sh",
+        "train.py",
+        "csrc/fused_add_kernel.cu",
+        "requirements.txt",
+    ):
         assert (tmp_path / "p" / name).read_bytes() == (EXPECTED / name).read_bytes(), name
     second = subprocess.run(args, cwd=tmp_path / "p", capture_output=True, env=_env())
     assert b"converted" not in second.stderr  # nothing left to change; the findings remain
@@ -467,8 +630,10 @@ def test_project_scan_trigger_words_are_sound():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"a", b"b", b"x = y.cuda()", b"import torch", b""]), max_size=15),
-       st.lists(st.tuples(st.sampled_from("ir"), st.integers(0, 20)), max_size=4))
+@given(
+    st.lists(st.sampled_from([b"a", b"b", b"x = y.cuda()", b"import torch", b""]), max_size=15),
+    st.lists(st.tuples(st.sampled_from("ir"), st.integers(0, 20)), max_size=4),
+)
 def test_line_map_is_monotone_and_exact_for_inserted_lines(old_lines, edits):
     new_list = list(old_lines)
     origin = list(range(1, len(old_lines) + 1))  # where each new line came from (0: inserted or rewritten)

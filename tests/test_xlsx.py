@@ -13,8 +13,12 @@ from transplant.reports.xlsx import BOLD, PERCENT, Sheet, column_letter, write_w
 def test_cells_styles_and_layout_read_back(tmp_path: Path):
     tricky = "a < b & c > \"d\" 'e'  \u4e2d\u6587 \U0001f600"
     sheets = [
-        Sheet("Unsupported", ["File", "Line", "Note"], [40, 8, 20],
-              [["x.py", 3, tricky], ["y.py", 10, ""], ["'=1+1", 0, "  padded  "]]),
+        Sheet(
+            "Unsupported",
+            ["File", "Line", "Note"],
+            [40, 8, 20],
+            [["x.py", 3, tricky], ["y.py", 10, ""], ["'=1+1", 0, "  padded  "]],
+        ),
         Sheet("It's", ["Rate"], [10], [[0.25], [1.0]], styles={(2, 1): PERCENT, (3, 1): BOLD}),
     ]
     path = tmp_path / "out.xlsx"
@@ -23,7 +27,11 @@ def test_cells_styles_and_layout_read_back(tmp_path: Path):
     assert wb.sheetnames == ["Unsupported", "It's"]
     ws = wb["Unsupported"]
     assert [tuple(c.value for c in row) for row in ws.iter_rows()] == [
-        ("File", "Line", "Note"), ("x.py", 3, tricky), ("y.py", 10, None), ("'=1+1", 0, "  padded  ")]
+        ("File", "Line", "Note"),
+        ("x.py", 3, tricky),
+        ("y.py", 10, None),
+        ("'=1+1", 0, "  padded  "),
+    ]
     assert ws.freeze_panes == "A2" and ws.auto_filter.ref == "A1:C4"
     assert ws.column_dimensions["A"].width == 40 and ws.column_dimensions["C"].width == 20
     header = ws[1][0]

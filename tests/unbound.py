@@ -28,7 +28,9 @@ def emitted_roots() -> set[str]:
         if path.name == "schema.json":
             continue
         rules = json.loads(path.read_text())["rules"]
-        out |= {r["new_name"].split(".")[0] for r in rules.get("FuncNameModifyRule", []) if r.get("on", "name") == "name"}
+        out |= {
+            r["new_name"].split(".")[0] for r in rules.get("FuncNameModifyRule", []) if r.get("on", "name") == "name"
+        }
         out |= {m.split(".")[0] for r in rules.get("ArgsModifyRule", []) for m in r.get("imports", [])}
     return out
 
@@ -78,7 +80,8 @@ def unbound(source: bytes, original: bytes | None = None) -> dict[int, str]:
             name, line = node.id, node.lineno
             fresh = name == "torch_npu" or not starred and (original is None or lines[line - 1] not in old_lines)
             bound = (name in top and (in_function or top[name] < line)) or any(
-                name in _imported(s) and s.lineno < line for block, _ in blocks for s in block)
+                name in _imported(s) and s.lineno < line for block, _ in blocks for s in block
+            )
             if fresh and not bound:
                 out[line] = name
         for field, value in ast.iter_fields(node):

@@ -35,17 +35,25 @@ NOT_A_RENAME = {
 # a prefix rule (torch.backends.cuda.matmul -> torch_npu.npu.matmul) from half-rewriting them.
 NOT_A_RENAME_REPORT = {
     "torch.backends.cudnn.deterministic": (
-        "note", "has no effect on NPU",
-        "call torch.use_deterministic_algorithms(True): torch_npu takes its deterministic mode from it"),
+        "note",
+        "has no effect on NPU",
+        "call torch.use_deterministic_algorithms(True): torch_npu takes its deterministic mode from it",
+    ),
     "torch.backends.cudnn.allow_tf32": (
-        "note", "has no effect on NPU (there is no TF32)",
-        "the closest setting is allow_hf32 of torch_npu.npu.conv (HF32, a different precision)"),
+        "note",
+        "has no effect on NPU (there is no TF32)",
+        "the closest setting is allow_hf32 of torch_npu.npu.conv (HF32, a different precision)",
+    ),
     "torch.backends.cuda.matmul.allow_tf32": (
-        "note", "has no effect on NPU (there is no TF32)",
-        "the closest setting is allow_hf32 of torch_npu.npu.matmul (HF32, a different precision)"),
+        "note",
+        "has no effect on NPU (there is no TF32)",
+        "the closest setting is allow_hf32 of torch_npu.npu.matmul (HF32, a different precision)",
+    ),
     "torch.cuda.get_stream_from_external": (
-        "error", "has no drop-in torch_npu counterpart (different arguments)",
-        "wrap the external stream with torch_npu.npu.ExternalStream"),
+        "error",
+        "has no drop-in torch_npu counterpart (different arguments)",
+        "wrap the external stream with torch_npu.npu.ExternalStream",
+    ),
 }
 
 # Rename targets that do not exist in every PyTorch version transplant supports: the first version
@@ -54,22 +62,56 @@ NOT_A_RENAME_REPORT = {
 # (torch_npu/npu/__init__.py, memory.py, streams.py, mstx.py), and PyTorch's own history.
 _NPU_BRANCHES = "Ascend/pytorch release branches v2.1.0-7.2.0, v2.6.0-7.3.0, v2.7.1-26.1.0, v2.8.0-26.0.0"
 SINCE = {
-    "torch.OutOfMemoryError": ("2.5", "torch.OutOfMemoryError: pytorch/pytorch#121702 (the device-generic OOM "
-                               "class; torch.cuda.OutOfMemoryError is the same class); not in torch 2.1"),
-    "torch.AcceleratorError": ("2.8", "torch.AcceleratorError: pytorch/pytorch#152023, first in torch 2.8 "
-                               "(torch.cuda.AcceleratorError is the same class)"),
-    "torch_npu.npu.ExternalStream": ("2.9", f"absent from torch_npu/npu/__init__.py of the {_NPU_BRANCHES}; present from v2.9.0"),
-    "torch_npu.npu.streams.ExternalStream": ("2.9", f"absent from torch_npu/npu/streams.py of the {_NPU_BRANCHES}; present from v2.9.0"),
-    "torch_npu.npu.ExternalStream.npu_stream": ("2.9", f"ExternalStream is absent from the {_NPU_BRANCHES}; present from v2.9.0"),
-    "torch_npu.npu.npurt": ("2.9", f"absent from torch_npu/npu/__init__.py of the {_NPU_BRANCHES}; present from v2.9.0"),
-    "torch_npu.npu.mstx.annotate": ("2.9", "absent from torch_npu/npu/mstx.py of v2.8.0-26.0.0 and older; present from v2.9.0"),
-    "torch_npu.npu.get_per_process_memory_fraction": ("2.7", "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1"),
-    "torch_npu.npu.memory.get_per_process_memory_fraction": ("2.7", "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1"),
+    "torch.OutOfMemoryError": (
+        "2.5",
+        "torch.OutOfMemoryError: pytorch/pytorch#121702 (the device-generic OOM "
+        "class; torch.cuda.OutOfMemoryError is the same class); not in torch 2.1",
+    ),
+    "torch.AcceleratorError": (
+        "2.8",
+        "torch.AcceleratorError: pytorch/pytorch#152023, first in torch 2.8 "
+        "(torch.cuda.AcceleratorError is the same class)",
+    ),
+    "torch_npu.npu.ExternalStream": (
+        "2.9",
+        f"absent from torch_npu/npu/__init__.py of the {_NPU_BRANCHES}; present from v2.9.0",
+    ),
+    "torch_npu.npu.streams.ExternalStream": (
+        "2.9",
+        f"absent from torch_npu/npu/streams.py of the {_NPU_BRANCHES}; present from v2.9.0",
+    ),
+    "torch_npu.npu.ExternalStream.npu_stream": (
+        "2.9",
+        f"ExternalStream is absent from the {_NPU_BRANCHES}; present from v2.9.0",
+    ),
+    "torch_npu.npu.npurt": (
+        "2.9",
+        f"absent from torch_npu/npu/__init__.py of the {_NPU_BRANCHES}; present from v2.9.0",
+    ),
+    "torch_npu.npu.mstx.annotate": (
+        "2.9",
+        "absent from torch_npu/npu/mstx.py of v2.8.0-26.0.0 and older; present from v2.9.0",
+    ),
+    "torch_npu.npu.get_per_process_memory_fraction": (
+        "2.7",
+        "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1",
+    ),
+    "torch_npu.npu.memory.get_per_process_memory_fraction": (
+        "2.7",
+        "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1",
+    ),
 }
-for _name in ("host_memory_stats", "host_memory_stats_as_nested_dict", "reset_accumulated_host_memory_stats",
-              "reset_peak_host_memory_stats"):
+for _name in (
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
+    "reset_accumulated_host_memory_stats",
+    "reset_peak_host_memory_stats",
+):
     for _module in ("torch_npu.npu", "torch_npu.npu.memory"):
-        SINCE[f"{_module}.{_name}"] = ("2.7", "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1")
+        SINCE[f"{_module}.{_name}"] = (
+            "2.7",
+            "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1",
+        )
 RENAME_SOURCE = f"cuda_to_npu_api.csv; the target exists in the {_NPU_BRANCHES} (PyTorch 2.1, 2.6, 2.7, 2.8)"
 
 
@@ -135,13 +177,21 @@ def device_position(api: str, args: list[str]) -> int | None:
 
 
 # Arguments named in device_arg_apis.csv that are not device strings.
-NOT_DEVICE_ARGS = {"backend", "use_cuda", "use_device", "experimental_config", "device_ids",
-                   "devices", "peer_device", "device_index", "device_id"}
+NOT_DEVICE_ARGS = {
+    "backend",
+    "use_cuda",
+    "use_device",
+    "experimental_config",
+    "device_ids",
+    "devices",
+    "peer_device",
+    "device_index",
+    "device_id",
+}
 
 
 def load_names(data: Path) -> set[str]:
-    return {line.strip() for line in (data / "torch_npu_public_names.txt").read_text().splitlines()
-            if line.strip()}
+    return {line.strip() for line in (data / "torch_npu_public_names.txt").read_text().splitlines() if line.strip()}
 
 
 def name_exists(name: str, names: set[str]) -> bool:
@@ -186,10 +236,14 @@ def main(data_dir: str) -> None:
             # except those renamed themselves (Stream.cuda_stream -> npu_stream) or missing on NPU
             # (CUDAGraph.instantiate): those get rules of their own, which win over the class prefix.
             if exists != "yes":
-                unsupported.append({"name": api, "level": "error",
-                                    "message": "has no torch_npu counterpart; rewrite this code by hand for NPU"})
-            elif (plain.match(new) and new.rsplit(".", 1)[-1] != api.rsplit(".", 1)[-1]
-                  and name_exists(new, names)):
+                unsupported.append(
+                    {
+                        "name": api,
+                        "level": "error",
+                        "message": "has no torch_npu counterpart; rewrite this code by hand for NPU",
+                    }
+                )
+            elif plain.match(new) and new.rsplit(".", 1)[-1] != api.rsplit(".", 1)[-1] and name_exists(new, names):
                 rename.append({"old_name": api, "new_name": new})
             continue
         if api in NOT_A_RENAME:
@@ -197,14 +251,15 @@ def main(data_dir: str) -> None:
                 level, msg, suggestion = NOT_A_RENAME_REPORT[api]
                 unsupported.append({"name": api, "level": level, "message": msg, "suggestion": suggestion})
             continue
-        if exists == "yes" and plain.match(new) and (
-            not new.startswith("torch_npu") or name_exists(new, names)
-        ):
+        if exists == "yes" and plain.match(new) and (not new.startswith("torch_npu") or name_exists(new, names)):
             rename.append({"old_name": api, "new_name": new})
         else:
             level = "note" if api.startswith("torch.backends.") else "error"
-            msg = ("has no effect on NPU" if level == "note"
-                   else "has no torch_npu counterpart; rewrite this code by hand for NPU")
+            msg = (
+                "has no effect on NPU"
+                if level == "note"
+                else "has no torch_npu counterpart; rewrite this code by hand for NPU"
+            )
             entry = {"name": api, "level": level, "message": msg}
             hint = re.search(r"(?:^|; )(use [^;]+)", row["notes"])
             if hint:  # the fact table's own advice, e.g. "use torch_npu.profiler.profile"
@@ -212,12 +267,15 @@ def main(data_dir: str) -> None:
             unsupported.append(entry)
     rename.sort(key=lambda r: r["old_name"])
     unsupported.sort(key=lambda r: r["name"])
-    write(RULES / "device_api.json", {
-        "description": "torch.cuda / torch.backends.cuda APIs and their torch_npu counterparts "
-                       "(generated by tools/gen_rules.py from cuda_to_npu_api.csv; every target "
-                       "exists in torch_npu 2.14)",
-        "rules": {"FuncNameModifyRule": [with_version(r) for r in rename], "UnsupportedRule": unsupported},
-    })
+    write(
+        RULES / "device_api.json",
+        {
+            "description": "torch.cuda / torch.backends.cuda APIs and their torch_npu counterparts "
+            "(generated by tools/gen_rules.py from cuda_to_npu_api.csv; every target "
+            "exists in torch_npu 2.14)",
+            "rules": {"FuncNameModifyRule": [with_version(r) for r in rename], "UnsupportedRule": unsupported},
+        },
+    )
 
     dev_rules: list[dict] = []
     with open(data / "device_arg_apis.csv", newline="", encoding="utf-8") as fh:
@@ -249,11 +307,14 @@ def main(data_dir: str) -> None:
             continue
         seen[key] = rule
         merged.append(rule)
-    write(RULES / "device_args.json", {
-        "description": "APIs whose device arguments take 'cuda' device strings (generated by "
-                       "tools/gen_rules.py from device_arg_apis.csv)",
-        "rules": {"DeviceArgRule": merged},
-    })
+    write(
+        RULES / "device_args.json",
+        {
+            "description": "APIs whose device arguments take 'cuda' device strings (generated by "
+            "tools/gen_rules.py from device_arg_apis.csv)",
+            "rules": {"DeviceArgRule": merged},
+        },
+    )
 
     with open(data / "npu_unsupported_apis.csv", newline="", encoding="utf-8") as fh:
         by_version: dict[str, list[str]] = {}
@@ -270,13 +331,17 @@ def main(data_dir: str) -> None:
                 # their names with nn.Module methods, so they are matched by qualified name only.
                 entry["on"] = "method"
             entries.append(entry)
-        write(RULES / "npu_support" / f"unsupported_{version}.json", {
-            "description": f"APIs not supported on NPU with PyTorch {version} (generated by "
-                           "tools/gen_rules.py from npu_unsupported_apis.csv)",
-            "rules": {"UnsupportedRule": entries},
-        })
+        write(
+            RULES / "npu_support" / f"unsupported_{version}.json",
+            {
+                "description": f"APIs not supported on NPU with PyTorch {version} (generated by "
+                "tools/gen_rules.py from npu_unsupported_apis.csv)",
+                "rules": {"UnsupportedRule": entries},
+            },
+        )
     (RULES / "npu_support" / "torch_npu_public_names.txt").write_text(
-        "".join(n + "\n" for n in sorted(names)), encoding="utf-8")
+        "".join(n + "\n" for n in sorted(names)), encoding="utf-8"
+    )
 
 
 # The per-version lists say only that an API "appears in the reference tool's op_list_V.json": no
@@ -285,18 +350,41 @@ def main(data_dir: str) -> None:
 # subsystems below (sparse and quantised tensors, compilation, export, distributed internals...)
 # it stays a warning. Suggestions are given where a route is known; every name in them is checked
 # against torch_npu_public_names.txt by the tests.
-EVERYDAY_NAMESPACES = ("torch.nn.functional.", "torch.nn.utils.", "torch.optim.", "torch.fft.", "torch.linalg.",
-                       "torch.Tensor.")
-NOT_EVERYDAY = ("sparse", "quantiz", "mkldnn", "dlpack", "share_memory", "is_shared", "qscheme", "int_repr", "chalf",
-                "DataParallel", "data_parallel", "is_cuda", ".smm", "sspaddmm", "register_module_", "cls_to_become",
-                "torch.compile", "torch.is_")
+EVERYDAY_NAMESPACES = (
+    "torch.nn.functional.",
+    "torch.nn.utils.",
+    "torch.optim.",
+    "torch.fft.",
+    "torch.linalg.",
+    "torch.Tensor.",
+)
+NOT_EVERYDAY = (
+    "sparse",
+    "quantiz",
+    "mkldnn",
+    "dlpack",
+    "share_memory",
+    "is_shared",
+    "qscheme",
+    "int_repr",
+    "chalf",
+    "DataParallel",
+    "data_parallel",
+    "is_cuda",
+    ".smm",
+    "sspaddmm",
+    "register_module_",
+    "cls_to_become",
+    "torch.compile",
+    "torch.is_",
+)
 VERSION_SUGGESTIONS = {
     "torch.compile": "compile for the NPU through torch_npu's graph mode (TorchAir): torch.compile(model, "
-                     "backend=torch_npu.dynamo.torchair.get_npu_backend())",
+    "backend=torch_npu.dynamo.torchair.get_npu_backend())",
     "torch.compiler.compile": "compile for the NPU through torch_npu's graph mode (TorchAir): backend="
-                              "torch_npu.dynamo.torchair.get_npu_backend()",
+    "torch_npu.dynamo.torchair.get_npu_backend()",
     "torch.utils.cpp_extension.load": "build the extension with torch_npu.utils.cpp_extension.NpuExtension "
-                                      "(setup.py) and NPU kernels",
+    "(setup.py) and NPU kernels",
 }
 
 
@@ -321,21 +409,30 @@ def version_entry(api: str, version: str) -> dict:
     listed = f"op_list_{version.replace('.', '_')}.json"
     source = f"Ascend's reference migration tool (ms_fmk_transplt), resource {listed}: listed, with no reason given"
     if api.startswith(COMPILE_HELPERS) and api not in VERSION_SUGGESTIONS:
-        entry = {"name": api, "level": "note",
-                 "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
-                            f"({listed}), with torch.compile; it only steers torch.compile",
-                 "suggestion": "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's "
-                               "graph mode (backend=torch_npu.dynamo.torchair.get_npu_backend())"}
+        entry = {
+            "name": api,
+            "level": "note",
+            "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+            f"({listed}), with torch.compile; it only steers torch.compile",
+            "suggestion": "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's "
+            "graph mode (backend=torch_npu.dynamo.torchair.get_npu_backend())",
+        }
     elif everyday(api):
-        entry = {"name": api, "level": "note",
-                 "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
-                            f"({listed}), which gives no reason (no dtype, argument or backward named)",
-                 "suggestion": "nothing to rewrite on this fact alone: an everyday operator; check its results on "
-                               "the NPU against the CPU once, with the dtypes and arguments used here"}
+        entry = {
+            "name": api,
+            "level": "note",
+            "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+            f"({listed}), which gives no reason (no dtype, argument or backward named)",
+            "suggestion": "nothing to rewrite on this fact alone: an everyday operator; check its results on "
+            "the NPU against the CPU once, with the dtypes and arguments used here",
+        }
     else:
-        entry = {"name": api, "level": "warning",
-                 "message": f"not supported on NPU with PyTorch {version} (listed by the reference migration tool "
-                            f"in {listed}, without a reason)"}
+        entry = {
+            "name": api,
+            "level": "warning",
+            "message": f"not supported on NPU with PyTorch {version} (listed by the reference migration tool "
+            f"in {listed}, without a reason)",
+        }
         if api in VERSION_SUGGESTIONS:
             entry["suggestion"] = VERSION_SUGGESTIONS[api]
     entry["source"] = source
@@ -349,10 +446,16 @@ def write(path: Path, obj: dict) -> None:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the data-derived built-in rule files from the fact tables.")
-    parser.add_argument("data", nargs="?", type=Path, default=ROOT.parent / "shared" / "data",
-                        help="folder of the fact tables (cuda_to_npu_api.csv, torch_npu_public_names.txt, ...; "
-                             "default: %(default)s)")
+    parser = argparse.ArgumentParser(
+        description="Regenerate the data-derived built-in rule files from the fact tables."
+    )
+    parser.add_argument(
+        "data",
+        nargs="?",
+        type=Path,
+        default=ROOT.parent / "shared" / "data",
+        help="folder of the fact tables (cuda_to_npu_api.csv, torch_npu_public_names.txt, ...; default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         parser.error(f"{args.data}: no such folder")

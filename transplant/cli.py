@@ -59,20 +59,48 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS
 
-    p = _Parser(prog="transplant", description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
-                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog="transplant",
+        description="Migrate CUDA PyTorch code to Ascend NPU (torch_npu).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("-i", "--input", type=Path, help="folder or .py file to convert")
     p.add_argument("-o", "--output", type=Path, help="folder that receives <input name>_msft/")
-    p.add_argument("-r", "--rule", type=Path, action="append", default=[], metavar="RULES.json",
-                   help="user rule file (may be given more than once)")
-    p.add_argument("-s", "--specify-device", action="store_true",
-                   help="take the device index from the DEVICE_ID environment variable")
-    p.add_argument("-sim", "--similar", action="store_true",
-                   help="replace some APIs with functionally similar NPU APIs (may change accuracy/speed)")
-    p.add_argument("--pytorch-version", choices=PYTORCH_VERSIONS, default=None,
-                   help=f"PyTorch version whose NPU support list is reported (default {DEFAULT_PYTORCH_VERSION})")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
-                   help="worker processes (default: number of cores; 1 runs in-process)")
+    p.add_argument(
+        "-r",
+        "--rule",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RULES.json",
+        help="user rule file (may be given more than once)",
+    )
+    p.add_argument(
+        "-s",
+        "--specify-device",
+        action="store_true",
+        help="take the device index from the DEVICE_ID environment variable",
+    )
+    p.add_argument(
+        "-sim",
+        "--similar",
+        action="store_true",
+        help="replace some APIs with functionally similar NPU APIs (may change accuracy/speed)",
+    )
+    p.add_argument(
+        "--pytorch-version",
+        choices=PYTORCH_VERSIONS,
+        default=None,
+        help=f"PyTorch version whose NPU support list is reported (default {DEFAULT_PYTORCH_VERSION})",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes (default: number of cores; 1 runs in-process)",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing result folder")
     p.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary table")
@@ -80,8 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"transplant {__version__}")
     # file modes (issue 4)
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="report only; exit 1 if anything would change or CUDA-only code remains")
-    mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing; exit 1 if there is a diff")
+    mode.add_argument(
+        "--check", action="store_true", help="report only; exit 1 if anything would change or CUDA-only code remains"
+    )
+    mode.add_argument(
+        "--diff", action="store_true", help="print a unified diff; write nothing; exit 1 if there is a diff"
+    )
     mode.add_argument("--in-place", action="store_true", help="rewrite the given files; report what remains")
     p.add_argument("--stdin-filename", type=Path, help="path to report for source read from stdin")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="diagnostics format")
@@ -92,16 +124,24 @@ def build_parser() -> argparse.ArgumentParser:
 def build_distributed_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="transplant ... distributed", description="single-GPU -> multi-NPU conversion")
     p.add_argument("-m", "--main", type=Path, required=True, help="entry Python file of the training script")
-    p.add_argument("-t", "--target-model", "--target_model", dest="target", default="model",
-                   help="variable that holds the model (default: model)")
+    p.add_argument(
+        "-t",
+        "--target-model",
+        "--target_model",
+        dest="target",
+        default="model",
+        help="variable that holds the model (default: model)",
+    )
     return p
 
 
 def build_accuracy_parser() -> argparse.ArgumentParser:
     from .accuracy.cli import add_accuracy_arguments
 
-    p = _Parser(prog="transplant ... accuracy",
-                description="two instrumented trees (original and converted) whose msprobe dumps compare")
+    p = _Parser(
+        prog="transplant ... accuracy",
+        description="two instrumented trees (original and converted) whose msprobe dumps compare",
+    )
     add_accuracy_arguments(p)
     return p
 
@@ -114,7 +154,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None, str | 
     argv = list(argv)
     for i, word in enumerate(argv):
         if word in MODES:
-            return argv[:i], argv[i + 1:], word
+            return argv[:i], argv[i + 1 :], word
     return argv, None, None
 
 
@@ -124,8 +164,13 @@ def _options(args: argparse.Namespace) -> RuleOptions:
     from .settings import project_options
 
     start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
-    return project_options(start, rules=args.rule, specify_device=args.specify_device, similar=args.similar,
-                           pytorch_version=args.pytorch_version)[0]
+    return project_options(
+        start,
+        rules=args.rule,
+        specify_device=args.specify_device,
+        similar=args.similar,
+        pytorch_version=args.pytorch_version,
+    )[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,7 +241,9 @@ def _main(argv: list[str]) -> int:
 
         return run_file_mode(args, options)
     if args.paths:
-        return _fail("unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)")
+        return _fail(
+            "unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)"
+        )
     missing = [flag for flag, value in (("-i/--input", args.input), ("-o/--output", args.output)) if value is None]
     if missing:
         return _fail(f"the following arguments are required: {', '.join(missing)}")
@@ -204,8 +251,13 @@ def _main(argv: list[str]) -> int:
     from .config import Config
 
     config = Config(
-        input=args.input, output=args.output, rule_options=options, jobs=args.jobs, force=args.force,
-        prefilter=not args.no_prefilter, progress=not args.quiet,
+        input=args.input,
+        output=args.output,
+        rule_options=options,
+        jobs=args.jobs,
+        force=args.force,
+        prefilter=not args.no_prefilter,
+        progress=not args.quiet,
         suffix="_msft_multi" if dist is not None else "_msft",
         distributed_main=dist.main if dist is not None else None,
         distributed_target=dist.target if dist is not None else "model",

@@ -44,8 +44,14 @@ class _Terminal:
                 return
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                console=self._console(), transient=True)
+            self.bar = Progress(
+                TextColumn("converting"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self._console(),
+                transient=True,
+            )
             self.bar.start()
             self.task = self.bar.add_task("convert", total=total)
         self.bar.update(self.task, completed=done, total=total)
@@ -69,8 +75,9 @@ def run_repository(config: Config, *, quiet: bool = False) -> int:
             from .distributed import prepare_distributed
 
             post = prepare_distributed(config)  # validates -m/-t; raises UsageError
-        summary = run(config, rules, on_progress=terminal.progress if terminal is not None else None, warn=warn,
-                      post_process=post)
+        summary = run(
+            config, rules, on_progress=terminal.progress if terminal is not None else None, warn=warn, post_process=post
+        )
     except UsageError as exc:
         print(f"transplant: error: {exc}", file=sys.stderr)
         return 2

@@ -165,13 +165,21 @@ def _shown(outcome: Outcome, args: Namespace) -> list[Diagnostic]:
     return outcome.diagnostics(after=True)
 
 
-def convert_targets(targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool,
-                    after: bool, debug: bool = False) -> list[Outcome]:
+def convert_targets(
+    targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool, after: bool, debug: bool = False
+) -> list[Outcome]:
     rules = load_rules(options)  # once, before the workers start: they inherit it, and bad -r files fail early
     facts = gather((t.display.replace(os.sep, "/"), t.path) for t in targets)  # the project-wide first pass
     session = Session(rules, facts, prefilter=prefilter, debug=debug)
-    return list(run_jobs(session, _convert_target, [(t, after) for t in targets], jobs,
-                         died=lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}")))
+    return list(
+        run_jobs(
+            session,
+            _convert_target,
+            [(t, after) for t in targets],
+            jobs,
+            died=lambda job: Outcome(job[0], error=f"not converted: {WORKER_DIED}"),
+        )
+    )
 
 
 # --------------------------------------------------------------------------- writing
@@ -190,8 +198,9 @@ def write_atomic(path: str, data: bytes, stamp: tuple[int, int] | None = None) -
     st = os.stat(real)
     if stamp is not None and (st.st_size, st.st_mtime_ns) != stamp:
         raise OSError(0, "file changed while it was being converted; not written", path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".transplant-tmp",
-                               dir=os.path.dirname(real))
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{os.path.basename(real)}.", suffix=".transplant-tmp", dir=os.path.dirname(real)
+    )
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -219,8 +228,9 @@ def unified_diff(display: str, old: bytes, new: bytes) -> bytes:
 
     name = os.fsencode(display)
     out: list[bytes] = []
-    for line in difflib.diff_bytes(difflib.unified_diff, old.splitlines(keepends=True),
-                                   new.splitlines(keepends=True), name, name):
+    for line in difflib.diff_bytes(
+        difflib.unified_diff, old.splitlines(keepends=True), new.splitlines(keepends=True), name, name
+    ):
         out.append(line)
         if not line.endswith((b"\n", b"\r")):
             out.append(b"\n\\ No newline at end of file\n")
@@ -277,8 +287,9 @@ def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
     errors: list[str] = []
     targets = collect(paths, errors)
     prefilter = not getattr(args, "no_prefilter", False)
-    outcomes = convert_targets(targets, options, jobs=args.jobs, prefilter=prefilter, after=args.in_place,
-                               debug=args.debug)
+    outcomes = convert_targets(
+        targets, options, jobs=args.jobs, prefilter=prefilter, after=args.in_place, debug=args.debug
+    )
     out, err = sys.stdout, sys.stderr
     quiet = args.quiet
 
@@ -318,8 +329,9 @@ def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
     return status
 
 
-def _summary(args: Namespace, total: int, changed: list[Outcome], diagnostics: list[Diagnostic],
-             errors: list[str], unparsed: int) -> str:
+def _summary(
+    args: Namespace, total: int, changed: list[Outcome], diagnostics: list[Diagnostic], errors: list[str], unparsed: int
+) -> str:
     if total == 0 and not errors:
         return "transplant: no Python files, notebooks or shell scripts found"
     parts = [_plural(total, "file") + " checked"]

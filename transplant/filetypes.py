@@ -33,8 +33,9 @@ def may_convert(path: str, kind: str, data: bytes, rules: RuleSet, facts: Projec
     return kind != OTHER and filekinds.may_convert(kind, path, data, Session(rules, facts))
 
 
-def convert_file(path: str, data: bytes, rules: RuleSet, *, prefilter: bool = True,
-                 facts: ProjectFacts = NO_FACTS) -> FileResult:
+def convert_file(
+    path: str, data: bytes, rules: RuleSet, *, prefilter: bool = True, facts: ProjectFacts = NO_FACTS
+) -> FileResult:
     """Convert one file's bytes according to its kind. Never raises for bad content."""
     return convert_in(Session(rules, facts, prefilter), path, data)
 
@@ -62,8 +63,9 @@ def convert_in(session: Session, path: str, data: bytes) -> FileResult:
     return result
 
 
-def convert_named(session: Session, data: bytes, kind: str, name: str = "", *,
-                  after: bool = False) -> tuple[FileResult, list[Record]]:
+def convert_named(
+    session: Session, data: bytes, kind: str, name: str = "", *, after: bool = False
+) -> tuple[FileResult, list[Record]]:
     """Convert ``data`` as ``kind``, for the file modes and the language server: under ``name`` when
     that is a name of the kind (it chooses a config's format, ...), else under the kind's stand-in
     name (content whose kind a ``#!`` line or an editor's language gave). A file that is not

@@ -90,10 +90,17 @@ def _in_worker(work: Callable[[Session, Item], Result], items: list[Item]) -> li
 WORKER_DIED = "the converter's worker process died on this file (out of memory, or a crash in the parser)"
 
 
-def run_jobs(session: Session, work: Callable[[Session, Item], Result], items: list[Item], workers: int, *,
-             died: Callable[[Item], Result], screen: Callable[[Session, Item], tuple] | None = None,
-             meanwhile: Callable[[], None] = lambda: None,
-             started: Callable[[], None] = lambda: None) -> Iterator[Result]:
+def run_jobs(
+    session: Session,
+    work: Callable[[Session, Item], Result],
+    items: list[Item],
+    workers: int,
+    *,
+    died: Callable[[Item], Result],
+    screen: Callable[[Session, Item], tuple] | None = None,
+    meanwhile: Callable[[], None] = lambda: None,
+    started: Callable[[], None] = lambda: None,
+) -> Iterator[Result]:
     """``work(session, item)`` for each item, the results in order: in this process for a small run
     (``in_process``), else in ``workers`` worker processes. ``screen(session, item)``, when given,
     runs in this process first and returns (None, result) for an item it settles, or (item to send,
@@ -138,7 +145,7 @@ def run_jobs(session: Session, work: Callable[[Session, Item], Result], items: l
         # The items that were in flight go one at a time, so the one a worker dies on is known
         # and reported; then the pool starts again after them.
         once()
-        for result in _one_by_one(session, work, items[start:start + chunk * window], ctx, died):
+        for result in _one_by_one(session, work, items[start : start + chunk * window], ctx, died):
             yield result
             start += 1
 
@@ -161,9 +168,17 @@ def _one_by_one(session: Session, work: Callable, items: list, ctx, died: Callab
             yield died(left.popleft())
 
 
-def _ordered(pool: ProcessPoolExecutor, session: Session, work: Callable, items: list, chunk: int, window: int,
-             screen: Callable | None = None, meanwhile: Callable[[], None] = lambda: None,
-             started: Callable[[], None] = lambda: None) -> Iterator:
+def _ordered(
+    pool: ProcessPoolExecutor,
+    session: Session,
+    work: Callable,
+    items: list,
+    chunk: int,
+    window: int,
+    screen: Callable | None = None,
+    meanwhile: Callable[[], None] = lambda: None,
+    started: Callable[[], None] = lambda: None,
+) -> Iterator:
     pending: deque[Future | list] = deque()
     in_flight = 0
     batch: list = []
@@ -218,9 +233,16 @@ def _ordered(pool: ProcessPoolExecutor, session: Session, work: Callable, items:
 def results(session: Session, jobs: list[Job], workers: int, meanwhile: Callable[[], None]) -> Iterator[FileResult]:
     """The results of repository mode's ``jobs`` in order (run_jobs); files the pre-filter skips are
     settled in this process, without a round trip to a worker."""
-    return run_jobs(session, _work, jobs, workers, died=lambda job: not_converted(job.rel, WORKER_DIED),
-                    screen=_screen if session.prefilter else None, meanwhile=meanwhile,
-                    started=_start_preloading)
+    return run_jobs(
+        session,
+        _work,
+        jobs,
+        workers,
+        died=lambda job: not_converted(job.rel, WORKER_DIED),
+        screen=_screen if session.prefilter else None,
+        meanwhile=meanwhile,
+        started=_start_preloading,
+    )
 
 
 def _screen(session: Session, job: Job) -> tuple[Job | None, FileResult | None]:

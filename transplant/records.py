@@ -104,5 +104,18 @@ def needs_hand_rewrite(finding: Record) -> bool:
     return finding.level in ("error", "warning") and finding.code != NOT_CONVERTED
 
 
-__all__ = ["CODES", "OPERATION", "SKIP_FILE", "SKIP_LINE", "Conversion", "Record", "Recorded", "SourceError", "cell_message",
-           "internal_error", "needs_hand_rewrite", "not_converted_record", "skips_file"]
+__all__ = [
+    "CODES",
+    "OPERATION",
+    "SKIP_FILE",
+    "SKIP_LINE",
+    "Conversion",
+    "Record",
+    "Recorded",
+    "SourceError",
+    "cell_message",
+    "internal_error",
+    "needs_hand_rewrite",
+    "not_converted_record",
+    "skips_file",
+]

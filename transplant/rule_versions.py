@@ -33,22 +33,30 @@ def kept_rename(kind: str, entry: dict[str, Any], version: str) -> dict[str, Any
     """The UnsupportedRule entry that reports a rename which does not hold for ``version``, or
     None (other kinds, and a rename that ends before ``version``: a later rule replaces it)."""
     since = entry.get("since")
-    if kind != "FuncNameModifyRule" or entry.get("on", "name") != "name" or since is None \
-            or version_key(version) >= version_key(since):
+    if (
+        kind != "FuncNameModifyRule"
+        or entry.get("on", "name") != "name"
+        or since is None
+        or version_key(version) >= version_key(since)
+    ):
         return None
-    message = (f"kept as it is: its NPU counterpart {entry['new_name']} exists from PyTorch {since} on "
-               f"(--pytorch-version {version})")
+    message = (
+        f"kept as it is: its NPU counterpart {entry['new_name']} exists from PyTorch {since} on "
+        f"(--pytorch-version {version})"
+    )
     if entry.get("message"):
         message += f"; {entry['message']}"
     # a torch.* target is a device-generic spelling of the same object (torch.OutOfMemoryError is
     # torch.cuda.OutOfMemoryError): the kept original works on NPU. A torch_npu target is the NPU
     # counterpart of a CUDA call: the kept original fails there.
     level = "warning" if entry["new_name"].startswith("torch_npu.") else "note"
-    found = {"name": entry["old_name"], "level": level, "message": message,
-             "suggestion": f"with PyTorch {since} or later, choose --pytorch-version {since} or later to rename it"}
+    found = {
+        "name": entry["old_name"],
+        "level": level,
+        "message": message,
+        "suggestion": f"with PyTorch {since} or later, choose --pytorch-version {since} or later to rename it",
+    }
     if entry.get("source"):
         found["source"] = entry["source"]
     found[KEPT] = True  # (made here, never read from a file) its imports are reported too
     return found
-
-

@@ -25,8 +25,15 @@ from typing import Any, Iterator, Sequence
 
 from .filetypes import convert_file
 from .records import Record
-from .rules import (DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError, RuleSet, builtin_rule_files, load_ruleset,
-                    read_rule_file)
+from .rules import (
+    DEFAULT_PYTORCH_VERSION,
+    PYTORCH_VERSIONS,
+    RuleError,
+    RuleSet,
+    builtin_rule_files,
+    load_ruleset,
+    read_rule_file,
+)
 from .resources import rules_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -56,7 +63,8 @@ def shipped_rule_files() -> list[Path]:
     """Every built-in rule file, the per-version lists included."""
     base = rules_dir()
     return sorted(p for p in base.glob("*.json") if p.name != "schema.json") + sorted(
-        (base / "npu_support").glob("*.json"))
+        (base / "npu_support").glob("*.json")
+    )
 
 
 def _builtin_version(path: Path) -> str | None:
@@ -83,8 +91,12 @@ def examples(path: Path) -> Iterator[Example]:
 
 @lru_cache(maxsize=None)
 def _ruleset(user_file: str, option: str, version: str) -> RuleSet:
-    return load_ruleset([Path(user_file)] if user_file else [], specify_device=option == "specify_device",
-                        similar=option == "similar", pytorch_version=version)
+    return load_ruleset(
+        [Path(user_file)] if user_file else [],
+        specify_device=option == "specify_device",
+        similar=option == "similar",
+        pytorch_version=version,
+    )
 
 
 def ruleset_for(example: Example) -> RuleSet:
@@ -136,8 +148,11 @@ def _difference(got: str, want: str) -> str:
     if len(got_lines) != len(want_lines):
         number = min(len(got_lines), len(want_lines)) + 1
         extra = got_lines[number - 1] if len(got_lines) > len(want_lines) else None
-        return (f"the output has an extra line {number}: {extra!r}" if extra is not None
-                else f"the output ends before line {number}: {want_lines[number - 1]!r}")
+        return (
+            f"the output has an extra line {number}: {extra!r}"
+            if extra is not None
+            else f"the output ends before line {number}: {want_lines[number - 1]!r}"
+        )
     return "the texts differ"  # (not reached: equal lines make equal texts)
 
 
@@ -153,9 +168,11 @@ class Outcome:
         total = self.passed + failed
         if not total:
             return f"transplant test-rules: no examples in {self.files} rule file{'s' if self.files != 1 else ''}"
-        return (f"transplant test-rules: {total} example{'s' if total != 1 else ''} of {self.rules} "
-                f"rule{'s' if self.rules != 1 else ''} in {self.files} file{'s' if self.files != 1 else ''}: "
-                f"{self.passed} passed, {failed} failed")
+        return (
+            f"transplant test-rules: {total} example{'s' if total != 1 else ''} of {self.rules} "
+            f"rule{'s' if self.rules != 1 else ''} in {self.files} file{'s' if self.files != 1 else ''}: "
+            f"{self.passed} passed, {failed} failed"
+        )
 
 
 def run(paths: Sequence[Path]) -> Outcome:
@@ -178,10 +195,10 @@ def run(paths: Sequence[Path]) -> Outcome:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="transplant test-rules",
-        description="Check the examples rule files carry (\"examples\": valid snippets stay unchanged, invalid ones "
-                    "convert to their output or get their code). Exit status 1 when an example fails.")
-    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                        help="rule files (default: the built-in rules)")
+        description='Check the examples rule files carry ("examples": valid snippets stay unchanged, invalid ones '
+        "convert to their output or get their code). Exit status 1 when an example fails.",
+    )
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="rule files (default: the built-in rules)")
     return parser
 
 

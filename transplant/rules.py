@@ -29,8 +29,10 @@ AUTOLOAD_SINCE = (2, 5)  # PyTorch loads installed device extensions (torch_npu)
 # An integer device index (`device = 0`, `device=0`, `.to(0)`): with torch_npu loaded, PyTorch takes it
 # for an NPU (engine/device_index.py). Matched as bytes, like the trigger words, so the pre-filter and
 # the skeleton keep such a statement.
-INDEX_DEVICE = re.compile(rb"(?:\b[A-Za-z_]*dev(?:ice)?[ \t]*=(?!=)[ \t]*|\.to[ \t]*\([ \t]*)\d+(?![\w.])"
-                          rb"(?=[ \t]*(?:[,);#\r\n]|\Z))")
+INDEX_DEVICE = re.compile(
+    rb"(?:\b[A-Za-z_]*dev(?:ice)?[ \t]*=(?!=)[ \t]*|\.to[ \t]*\([ \t]*)\d+(?![\w.])"
+    rb"(?=[ \t]*(?:[,);#\r\n]|\Z))"
+)
 
 
 class RuleError(Exception):
@@ -162,8 +164,13 @@ class RuleSet:
 
     def _triggered(self, data: bytes) -> bool:
         """Does a trigger word, or a call-only name called, occur in ``data``?"""
-        return self.trigger_re is not None and self.trigger_re.search(data) is not None or self._has_call(data) \
-            or self.index_devices and INDEX_DEVICE.search(data) is not None
+        return (
+            self.trigger_re is not None
+            and self.trigger_re.search(data) is not None
+            or self._has_call(data)
+            or self.index_devices
+            and INDEX_DEVICE.search(data) is not None
+        )
 
     def _has_call(self, data: bytes) -> bool:
         """Does one of the call-only names occur in ``data`` as a whole identifier called?"""
@@ -425,9 +432,13 @@ def _index(rs: RuleSet, rule: Rule) -> None:
             rs.device_q[name] = rule
     elif kind == "UnsupportedRule":
         member = rule["name"].rsplit(".", 1)[-1]
-        table, key = ((rs.unsupported_method, member) if on == "method"
-                      else (rs.unsupported_attribute, member) if on == "attribute"
-                      else (rs.unsupported_q, rule["name"]))
+        table, key = (
+            (rs.unsupported_method, member)
+            if on == "method"
+            else (rs.unsupported_attribute, member)
+            if on == "attribute"
+            else (rs.unsupported_q, rule["name"])
+        )
         previous = table.get(key)
         # A built-in "no counterpart" error or hand-written warning (with its message and suggestion)
         # is more specific than the generic per-version "unsupported" warning loaded after it; user
@@ -451,9 +462,6 @@ def _index(rs: RuleSet, rule: Rule) -> None:
 def version_listed(rule: Rule | None) -> bool:
     """Is ``rule`` one of the generated per-version lists (rules/npu_support/unsupported_V.json)?"""
     return rule is not None and rule.origin.startswith("unsupported_")
-
-
-
 
 
 def _add_new_name_aliases(rs: RuleSet) -> None:
@@ -513,8 +521,16 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
     for those separately.
     """
     words: set[str] = {DEVICE_WORD, BACKEND_WORD}
-    for table in (rs.rename_bare, rs.rename_method, rs.rename_attribute, rs.args_bare,
-                  rs.args_method, rs.env, rs.env_prefixes, rs.commands):
+    for table in (
+        rs.rename_bare,
+        rs.rename_method,
+        rs.rename_attribute,
+        rs.args_bare,
+        rs.args_method,
+        rs.env,
+        rs.env_prefixes,
+        rs.commands,
+    ):
         words.update(table)
     words.update(rs.unsupported_attribute)
     calls = set(rs.unsupported_method)

@@ -74,9 +74,14 @@ def check_paths(config: Config) -> tuple[Path, Path]:
     return src, result
 
 
-def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], None] | None = None,
-        warn: Callable[[str], None] | None = None,
-        post_process: Callable[[Path, Path, RunSummary], None] | None = None) -> RunSummary:
+def run(
+    config: Config,
+    rules: RuleSet,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+    post_process: Callable[[Path, Path, RunSummary], None] | None = None,
+) -> RunSummary:
     """Convert ``config.input`` into ``<output>/<name>_msft``; raise UsageError for bad paths.
 
     The tree is built in a temporary folder beside the result and renamed into place at the end,
@@ -106,9 +111,14 @@ def run(config: Config, rules: RuleSet, *, on_progress: Callable[[int, int], Non
             post_process(base, staging, summary)
         from .reports.repository import write_reports
 
-        summary.report_names = write_reports(staging, summary.results, taken={e.rel for e in entries},
-                                             notes=summary.notes, warnings=summary.warnings,
-                                             copied=summary.copied)
+        summary.report_names = write_reports(
+            staging,
+            summary.results,
+            taken={e.rel for e in entries},
+            notes=summary.notes,
+            warnings=summary.warnings,
+            copied=summary.copied,
+        )
         if result.exists():
             old = result.with_name(f".{result.name}.old")
             _remove(old)
@@ -181,8 +191,16 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entry], staging: Path,
-                  summary: RunSummary, on_progress, warn) -> None:
+def _convert_tree(
+    config: Config,
+    rules: RuleSet,
+    base: Path,
+    entries: list[Entry],
+    staging: Path,
+    summary: RunSummary,
+    on_progress,
+    warn,
+) -> None:
     jobs: list[Job] = []
     rest: list[Entry] = []  # links and files to copy: done while the workers start (see pool.results)
     for entry in entries:
@@ -207,8 +225,12 @@ def _convert_tree(config: Config, rules: RuleSet, base: Path, entries: list[Entr
                 warn(f"{entry.rel}: symbolic link to {link} (outside the input) copied as a link, not followed")
             summary.copied += 1
 
-    session = Session(rules, gather((job.rel, job.path) for job in jobs),  # the project-wide first pass
-                      prefilter=config.prefilter, debug=config.debug)
+    session = Session(
+        rules,
+        gather((job.rel, job.path) for job in jobs),  # the project-wide first pass
+        prefilter=config.prefilter,
+        debug=config.debug,
+    )
     total = len(jobs)
     done = 0
     if on_progress:

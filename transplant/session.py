@@ -31,5 +31,9 @@ class Session:
 def load_rules(options: RuleOptions) -> RuleSet:
     """The RuleSet of ``options`` (the built-in rules and the user's), read from the rule files now;
     raises RuleError for a bad user rule file."""
-    return load_ruleset(options.user_rules, specify_device=options.specify_device, similar=options.similar,
-                        pytorch_version=options.pytorch_version)
+    return load_ruleset(
+        options.user_rules,
+        specify_device=options.specify_device,
+        similar=options.similar,
+        pytorch_version=options.pytorch_version,
+    )

@@ -83,8 +83,14 @@ def read_table(path: Path) -> dict:
     return checked
 
 
-def options_for(table: dict, *, rules: list[Path] | None = None, specify_device: bool | None = None,
-                similar: bool | None = None, pytorch_version: str | None = None) -> RuleOptions:
+def options_for(
+    table: dict,
+    *,
+    rules: list[Path] | None = None,
+    specify_device: bool | None = None,
+    similar: bool | None = None,
+    pytorch_version: str | None = None,
+) -> RuleOptions:
     """RuleOptions from the table, each overridden by its command-line flag when given
     (``-r`` replaces the table's ``rules``; ``-s``/``-sim`` turn an option on)."""
     return RuleOptions(

@@ -19,9 +19,14 @@ _ARGS_END = re.compile(rb"[;&|)`\r\n]|$")
 
 @lru_cache(maxsize=8)
 def _command_pattern(names: tuple[str, ...]) -> "re.Pattern[bytes]":
-    return re.compile(rb"(" + _SEPARATORS + rb"\s*(?:[A-Za-z_]\w*=\S*\s+)*)(" +
-                      b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True)) +
-                      rb")(?![\w.+-])", re.MULTILINE)
+    return re.compile(
+        rb"("
+        + _SEPARATORS
+        + rb"\s*(?:[A-Za-z_]\w*=\S*\s+)*)("
+        + b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True))
+        + rb")(?![\w.+-])",
+        re.MULTILINE,
+    )
 
 
 def command_uses(code: bytes, rules: RuleSet) -> Iterator[tuple[str, int, int, bytes]]:
@@ -32,4 +37,4 @@ def command_uses(code: bytes, rules: RuleSet) -> Iterator[tuple[str, int, int, b
         return
     for match in _command_pattern(tuple(rules.commands)).finditer(code):
         end = match.end(2)
-        yield match.group(2).decode(), match.start(2), end, code[end:_ARGS_END.search(code, end).start()].strip()
+        yield match.group(2).decode(), match.start(2), end, code[end : _ARGS_END.search(code, end).start()].strip()

@@ -96,31 +96,42 @@ def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
     done = 0  # source lines consumed
     line = 1  # the next line of the skeleton
     for first, last, _words in folds:
-        out += lines[done:first - 1]
+        out += lines[done : first - 1]
         line += first - 1 - done
         head = lines[first - 1]
         end = lines[last - 1]
         newline = b"\r\n" if end.endswith(b"\r\n") else b"\n" if end.endswith(b"\n") else b""
-        out.append(head[:len(head) - len(head.lstrip(_SPACE))] + MARK + str(len(texts)).encode() + b"__" + newline)
+        out.append(head[: len(head) - len(head.lstrip(_SPACE))] + MARK + str(len(texts)).encode() + b"__" + newline)
         starts.append(line)
         line += 1
         shift.append((shift[-1] if shift else 0) + last - first)
-        texts.append(b"".join(lines[first - 1:last]))
+        texts.append(b"".join(lines[first - 1 : last]))
         done = last
     out += lines[done:]
     return Skeleton(b"".join(out), texts, [frozenset(f[2]) for f in folds], starts, shift)
 
 
-def _fold_block(stmts: list[ast.stmt], lines: list[bytes], rules: RuleSet,
-                aliases: dict[bytes, frozenset[bytes]], folds: list[list], *, top: bool, keep: frozenset[int]) -> None:
+def _fold_block(
+    stmts: list[ast.stmt],
+    lines: list[bytes],
+    rules: RuleSet,
+    aliases: dict[bytes, frozenset[bytes]],
+    folds: list[list],
+    *,
+    top: bool,
+    keep: frozenset[int],
+) -> None:
     """Fold the runs of ``stmts`` no rule can match in; a statement on a line of ``keep`` (it binds
     an imported name: the engine must see that, see _rebinding_lines) is never folded."""
     run: list | None = None  # the fold being extended over consecutive foldable statements
     for index, (first, last, group, own) in enumerate(_units(stmts, lines)):
         words = None
-        if own and not (top and index == 0 and _is_docstring(group[0])) \
-                and not any(first <= line <= last for line in keep):
-            text = b"".join(lines[first - 1:last])
+        if (
+            own
+            and not (top and index == 0 and _is_docstring(group[0]))
+            and not any(first <= line <= last for line in keep)
+        ):
+            text = b"".join(lines[first - 1 : last])
             if b"import" not in text and not escapes_words(text):
                 words = rules.inert_words(text, aliases)
         if words is not None:
@@ -159,7 +170,7 @@ def _units(stmts: list[ast.stmt], lines: list[bytes]) -> list[tuple[int, int, li
     out = []
     for first, last, group, own in units:
         end = group[-1]
-        tail = lines[last - 1][end.end_col_offset or 0:].lstrip(_SPACE + b";")
+        tail = lines[last - 1][end.end_col_offset or 0 :].lstrip(_SPACE + b";")
         ends_line = tail in (b"", b"\n", b"\r\n") or tail.startswith(b"#")
         out.append((first, last, group, own and ends_line))
     return out
@@ -177,8 +188,12 @@ def _blocks(stmt: ast.stmt, lines: list[bytes]) -> Iterator[list[ast.stmt]]:
         yield case.body
     orelse = getattr(stmt, "orelse", None)
     if isinstance(orelse, list) and orelse:
-        if isinstance(stmt, ast.If) and len(orelse) == 1 and isinstance(orelse[0], ast.If) \
-                and lines[orelse[0].lineno - 1][orelse[0].col_offset:].startswith(b"elif"):
+        if (
+            isinstance(stmt, ast.If)
+            and len(orelse) == 1
+            and isinstance(orelse[0], ast.If)
+            and lines[orelse[0].lineno - 1][orelse[0].col_offset :].startswith(b"elif")
+        ):
             yield from _blocks(orelse[0], lines)
         else:
             yield orelse
@@ -215,8 +230,12 @@ def _rebinding_lines(tree: ast.Module, lines: list[bytes], aliases: dict[bytes, 
                 targets = [stmt.target]
             elif isinstance(stmt, (ast.With, ast.AsyncWith)):
                 targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name in names \
-                    or isinstance(stmt, (ast.Global, ast.Nonlocal)) and names.intersection(stmt.names):
+            if (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and stmt.name in names
+                or isinstance(stmt, (ast.Global, ast.Nonlocal))
+                and names.intersection(stmt.names)
+            ):
                 found.add(stmt.lineno)  # (a global statement undoes what the binding would do)
             if any(isinstance(n, ast.Name) and n.id in names for t in targets for n in ast.walk(t)):
                 found.add(stmt.lineno)

@@ -21,9 +21,13 @@ class Entry:
     convert: bool = True
 
 
-
-def walk(root: Path, warn: Callable[[str], None], *, unlistable: Callable[[str, str], None] | None = None,
-         vendored_too: bool = True) -> Iterator[Entry]:
+def walk(
+    root: Path,
+    warn: Callable[[str], None],
+    *,
+    unlistable: Callable[[str, str], None] | None = None,
+    vendored_too: bool = True,
+) -> Iterator[Entry]:
     """Every entry below ``root`` in a stable order; symlinks are reported, never followed.
 
     A folder that cannot be listed goes to ``unlistable(rel, reason)`` when given, else is a

@@ -87,33 +87,47 @@ def main() -> int:
             print(f"{project['name']}: skipped, needs {', '.join(missing)} installed")
             continue
         original = export(args.clones, project, work / "original")
-        before, seconds_before, status_before = run_suite(original, project["tests"], work / f"{project['name']}-before.xml",
-                                                          emulated=False)
+        before, seconds_before, status_before = run_suite(
+            original, project["tests"], work / f"{project['name']}-before.xml", emulated=False
+        )
         out = work / "converted"
-        subprocess.run([sys.executable, "-m", "transplant", "-q", "-i", str(original), "-o", str(out)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+        subprocess.run(
+            [sys.executable, "-m", "transplant", "-q", "-i", str(original), "-o", str(out)],
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         converted = out / f"{project['name']}_msft"
-        after, seconds_after, status_after = run_suite(converted, project["tests"], work / f"{project['name']}-after.xml",
-                                                       emulated=True)
+        after, seconds_after, status_after = run_suite(
+            converted, project["tests"], work / f"{project['name']}-after.xml", emulated=True
+        )
         count = lambda results, kind: sum(1 for v in results.values() if v == kind)  # noqa: E731
-        print(f"{project['name']} ({project['repo']}@{project['commit'][:10]}): "
-              f"original {count(before, 'passed')} passed, {count(before, 'failed')} failed, "
-              f"{count(before, 'skipped')} skipped in {seconds_before:.0f}s (exit {status_before}); "
-              f"converted under emulate {count(after, 'passed')} passed, {count(after, 'failed')} failed, "
-              f"{count(after, 'skipped')} skipped in {seconds_after:.0f}s (exit {status_after})")
+        print(
+            f"{project['name']} ({project['repo']}@{project['commit'][:10]}): "
+            f"original {count(before, 'passed')} passed, {count(before, 'failed')} failed, "
+            f"{count(before, 'skipped')} skipped in {seconds_before:.0f}s (exit {status_before}); "
+            f"converted under emulate {count(after, 'passed')} passed, {count(after, 'failed')} failed, "
+            f"{count(after, 'skipped')} skipped in {seconds_after:.0f}s (exit {status_after})"
+        )
         for test, outcome in sorted(before.items()):
             if outcome == "passed" and after.get(test) != "passed":
                 reason = differences.get(f"{project['name']}::{test}")
                 undocumented += reason is None
-                print(f"  passed before, {after.get(test, 'missing')} after: {test}"
-                      f"{f' -- {reason}' if reason else ' -- NOT DOCUMENTED'}")
+                print(
+                    f"  passed before, {after.get(test, 'missing')} after: {test}"
+                    f"{f' -- {reason}' if reason else ' -- NOT DOCUMENTED'}"
+                )
         # tests the original did not run (skipped for want of an accelerator, or absent from a device
         # list that gains the NPU after conversion) and the conversion ran
-        new = {test: outcome for test, outcome in after.items() if before.get(test, "skipped") == "skipped"
-               and outcome != "skipped"}
+        new = {
+            test: outcome
+            for test, outcome in after.items()
+            if before.get(test, "skipped") == "skipped" and outcome != "skipped"
+        }
         if new:
-            print(f"  run only after conversion (the NPU path): {count(new, 'passed')} passed, "
-                  f"{count(new, 'failed')} failed")
+            print(
+                f"  run only after conversion (the NPU path): {count(new, 'passed')} passed, "
+                f"{count(new, 'failed')} failed"
+            )
             for test in sorted(test for test, outcome in new.items() if outcome == "failed"):
                 print(f"  run only after, failed: {test}")
     if args.keep:

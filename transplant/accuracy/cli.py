@@ -26,15 +26,32 @@ def steps(text: str) -> tuple[int, ...] | None:
 
 def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", "--main", type=Path, required=True, help="entry Python file of the training script")
-    p.add_argument("-t", "--target-model", "--target_model", dest="target", default="model",
-                   help="variable that holds the model (default: model)")
-    p.add_argument("--steps", type=steps, default=templates.DEFAULT_STEPS,
-                   help="training steps to dump: step numbers from 0, comma-separated, or 'all' (default: 0,1)")
-    p.add_argument("--level", choices=tuple(templates.LEVELS), default="both",
-                   help="what is dumped: module inputs and outputs, API calls, or both (default: both)")
-    p.add_argument("--data", choices=tuple(templates.DATA), default="statistics",
-                   help="statistics of each tensor (max, min, mean, norm) or the tensors themselves "
-                        "(default: statistics)")
+    p.add_argument(
+        "-t",
+        "--target-model",
+        "--target_model",
+        dest="target",
+        default="model",
+        help="variable that holds the model (default: model)",
+    )
+    p.add_argument(
+        "--steps",
+        type=steps,
+        default=templates.DEFAULT_STEPS,
+        help="training steps to dump: step numbers from 0, comma-separated, or 'all' (default: 0,1)",
+    )
+    p.add_argument(
+        "--level",
+        choices=tuple(templates.LEVELS),
+        default="both",
+        help="what is dumped: module inputs and outputs, API calls, or both (default: both)",
+    )
+    p.add_argument(
+        "--data",
+        choices=tuple(templates.DATA),
+        default="statistics",
+        help="statistics of each tensor (max, min, mean, norm) or the tensors themselves (default: statistics)",
+    )
 
 
 def options_from(args: argparse.Namespace):

@@ -29,8 +29,14 @@ VERDICTS = ("pass", "warning", "error")
 PACKAGE = "mindstudio-probe"
 WORKER = Path(__file__).resolve().with_name("worker.py")
 RELATIVE_ERRORS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
-TENSOR_METRICS = ("Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                  "Five Thousandths Err Ratio")
+TENSOR_METRICS = (
+    "Cosine",
+    "EucDist",
+    "MaxAbsErr",
+    "MaxRelativeErr",
+    "One Thousandth Err Ratio",
+    "Five Thousandths Err Ratio",
+)
 csv.field_size_limit(1 << 28)  # stack columns are long
 
 
@@ -45,12 +51,19 @@ def _fail(message: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="transplant compare",
-                description="Compare the msprobe dumps of the original run (golden) and the converted run (target).")
+    p = _Parser(
+        prog="transplant compare",
+        description="Compare the msprobe dumps of the original run (golden) and the converted run (target).",
+    )
     p.add_argument("--golden", type=Path, required=True, help="dump folder of the original run (accuracy_dump/)")
     p.add_argument("--target", type=Path, required=True, help="dump folder of the converted run (accuracy_dump/)")
-    p.add_argument("-o", "--output", type=Path, default=Path("accuracy_compare"),
-                   help="folder for msprobe's result tables (default: accuracy_compare)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("accuracy_compare"),
+        help="folder for msprobe's result tables (default: accuracy_compare)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
     return p
 
@@ -103,8 +116,9 @@ def _compare(args: argparse.Namespace) -> int:
             return _fail(f"--{name} {dump.root}: no msprobe dump in it (no step*/rank*/dump.json)")
     shared, notes = dumps.pair(golden, target)
     if not shared:
-        return _fail(f"the dumps share no step and rank (golden: {dumps.describe(golden)}; "
-                     f"target: {dumps.describe(target)})")
+        return _fail(
+            f"the dumps share no step and rank (golden: {dumps.describe(golden)}; target: {dumps.describe(target)})"
+        )
     if not _installed():
         return _fail(f"msprobe is not installed: pip install {PACKAGE} (or: pip install 'transplant-npu[accuracy]')")
     summary = Summary(notes=golden.notes + target.notes + notes)
@@ -112,8 +126,15 @@ def _compare(args: argparse.Namespace) -> int:
         args.output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         return _fail(f"-o {args.output}: {exc.strerror}")
-    jobs = [(key, golden.units[key], target.units[key], args.output.joinpath(*filter(None, key)) if any(key)
-             else args.output) for key in shared]
+    jobs = [
+        (
+            key,
+            golden.units[key],
+            target.units[key],
+            args.output.joinpath(*filter(None, key)) if any(key) else args.output,
+        )
+        for key in shared
+    ]
     tables = _run_msprobe(jobs, args.output / "msprobe_compare.log", summary)
     for (key, _g, unit, _out), table in zip(jobs, tables):
         if table is not None:
@@ -122,8 +143,15 @@ def _compare(args: argparse.Namespace) -> int:
             found = dumps.first_nan_inf(unit)
             if found is not None:
                 item, where, stat, value = found
-                summary.nan_inf = {"step": key[0], "rank": key[1], "name": item, "argument": where, "statistic": stat,
-                                   "value": str(value), "source": dumps.source_line(unit, item)}
+                summary.nan_inf = {
+                    "step": key[0],
+                    "rank": key[1],
+                    "name": item,
+                    "argument": where,
+                    "statistic": stat,
+                    "value": str(value),
+                    "source": dumps.source_line(unit, item),
+                }
     print(_json(summary) if args.format == "json" else _text(summary, len(shared)))
     return EXIT_OK if summary.passed else EXIT_DIFFERENT
 
@@ -143,19 +171,31 @@ def _run_msprobe(jobs, log: Path, summary: Summary) -> list[Path | None]:
     before = [{p: p.stat().st_mtime for p in out.glob("compare_result_*.csv")} for _k, _g, _t, out in jobs]
     with tempfile.TemporaryDirectory() as tmp:
         jobs_file, results_file = Path(tmp, "jobs.json"), Path(tmp, "results.json")
-        jobs_file.write_text(json.dumps([{"golden": str(g / "dump.json"), "target": str(t / "dump.json"),
-                                          "out": str(out)} for _k, g, t, out in jobs]))
+        jobs_file.write_text(
+            json.dumps(
+                [
+                    {"golden": str(g / "dump.json"), "target": str(t / "dump.json"), "out": str(out)}
+                    for _k, g, t, out in jobs
+                ]
+            )
+        )
         with open(log, "w") as out:
-            status = subprocess.run([sys.executable, str(WORKER), str(jobs_file), str(results_file)],
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT).returncode
+            status = subprocess.run(
+                [sys.executable, str(WORKER), str(jobs_file), str(results_file)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            ).returncode
         try:
             results = json.loads(results_file.read_text())
         except (OSError, ValueError):
             results = [f"msprobe's compare ended with status {status}"] * len(jobs)
     tables: list[Path | None] = []
     for (key, _g, _t, out), old, error in zip(jobs, before, results):
-        new = sorted((p for p in out.glob("compare_result_*.csv") if old.get(p) != p.stat().st_mtime),
-                     key=lambda p: p.stat().st_mtime)  # msprobe names tables by the second: one may be replaced
+        new = sorted(
+            (p for p in out.glob("compare_result_*.csv") if old.get(p) != p.stat().st_mtime),
+            key=lambda p: p.stat().st_mtime,
+        )  # msprobe names tables by the second: one may be replaced
         where = "/".join(filter(None, key)) or "the dumps"
         if error or not new:
             summary.failures.append(f"{where}: {error or 'msprobe wrote no result table'} (see {log})")
@@ -177,8 +217,15 @@ def _read_table(summary: Summary, key: tuple[str, str], unit: Path, table: Path)
             summary.counts[verdict if verdict in VERDICTS else "unmatched"] += 1
             if verdict in ("warning", "error") and summary.first is None:
                 name = row.get("NPU Name", "")
-                summary.first = Item(key[0], key[1], name, verdict, _message(row.get("Err_message", "")),
-                                     _metric(row), dumps.source_line(unit, name))
+                summary.first = Item(
+                    key[0],
+                    key[1],
+                    name,
+                    verdict,
+                    _message(row.get("Err_message", "")),
+                    _metric(row),
+                    dumps.source_line(unit, name),
+                )
 
 
 def _message(text: str) -> str:
@@ -196,7 +243,8 @@ def _metric(row: dict) -> str:
     """The metrics that show the difference: the relative errors of the statistics, or the tensor
     comparison's metrics."""
     names = [name for name in RELATIVE_ERRORS if row.get(name) not in (None, "", "N/A")] or [
-        name for name in TENSOR_METRICS if row.get(name) not in (None, "", "N/A")]
+        name for name in TENSOR_METRICS if row.get(name) not in (None, "", "N/A")
+    ]
     return ", ".join(f"{name} {_short(row[name])}" for name in names)
 
 
@@ -211,9 +259,11 @@ def _short(text: str) -> str:
 
 def _text(s: Summary, pairs: int) -> str:
     c = s.counts
-    lines = [f"transplant compare: {s.compared} items in {pairs} step/rank pair{'s' if pairs != 1 else ''}: "
-             f"{c['pass']} pass, {c['warning']} warning, {c['error']} error"
-             + (f", {c['unmatched']} unmatched (no counterpart on the other side)" if c["unmatched"] else "")]
+    lines = [
+        f"transplant compare: {s.compared} items in {pairs} step/rank pair{'s' if pairs != 1 else ''}: "
+        f"{c['pass']} pass, {c['warning']} warning, {c['error']} error"
+        + (f", {c['unmatched']} unmatched (no counterpart on the other side)" if c["unmatched"] else "")
+    ]
     if s.first is not None:
         f = s.first
         where = "/".join(filter(None, (f.step, f.rank)))
@@ -227,8 +277,10 @@ def _text(s: Summary, pairs: int) -> str:
         lines.append("every compared item passes")
     if s.nan_inf is not None:
         n = s.nan_inf
-        lines.append(f"first NaN/Inf in the target: {n['name']} {n['argument']} ({n['statistic']} = {n['value']})"
-                     + (f", called from {n['source']}" if n["source"] else ""))
+        lines.append(
+            f"first NaN/Inf in the target: {n['name']} {n['argument']} ({n['statistic']} = {n['value']})"
+            + (f", called from {n['source']}" if n["source"] else "")
+        )
     lines += [f"not compared: {f}" for f in s.failures]
     lines += [f"note: {n}" for n in s.notes]
     if s.tables:
@@ -237,6 +289,16 @@ def _text(s: Summary, pairs: int) -> str:
 
 
 def _json(s: Summary) -> str:
-    return json.dumps({"status": "pass" if s.passed else "fail", "compared": s.compared, **s.counts,
-                       "first": asdict(s.first) if s.first else None, "nan_inf": s.nan_inf, "tables": s.tables,
-                       "not_compared": s.failures, "notes": s.notes}, indent=2)
+    return json.dumps(
+        {
+            "status": "pass" if s.passed else "fail",
+            "compared": s.compared,
+            **s.counts,
+            "first": asdict(s.first) if s.first else None,
+            "nan_inf": s.nan_inf,
+            "tables": s.tables,
+            "not_compared": s.failures,
+            "notes": s.notes,
+        },
+        indent=2,
+    )

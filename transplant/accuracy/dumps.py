@@ -82,11 +82,14 @@ def pair(golden: Dump, target: Dump) -> tuple[list[tuple[str, str]], list[str]]:
         key = next(iter(golden.units))
         target.units = {key: next(iter(target.units.values()))}
         return [key], []
-    shared = sorted(set(golden.units) & set(target.units), key=lambda k: (_order(Path(k[0] or "_")),
-                                                                          _order(Path(k[1] or "_"))))
-    notes = [f"{name} has {'/'.join(filter(None, key))} but the {other} has not: not compared"
-             for name, dump, other, rest in (("golden", golden, "target", target), ("target", target, "golden", golden))
-             for key in sorted(set(dump.units) - set(rest.units))]
+    shared = sorted(
+        set(golden.units) & set(target.units), key=lambda k: (_order(Path(k[0] or "_")), _order(Path(k[1] or "_")))
+    )
+    notes = [
+        f"{name} has {'/'.join(filter(None, key))} but the {other} has not: not compared"
+        for name, dump, other, rest in (("golden", golden, "target", target), ("target", target, "golden", golden))
+        for key in sorted(set(dump.units) - set(rest.units))
+    ]
     return shared, notes
 
 
@@ -95,6 +98,7 @@ def describe(dump: Dump) -> str:
 
 
 # ---- where an item came from
+
 
 def op_of(item: str) -> str:
     """The forward call an item of the compare table belongs to (stack.json lists forward calls only):
@@ -139,6 +143,7 @@ def _user_frame(frames: list, unit: Path) -> str | None:
 
 
 # ---- NaN and Inf in statistics
+
 
 def first_nan_inf(unit: Path) -> tuple[str, str, str, object] | None:
     """(item, argument, statistic, value) of the first NaN/Inf statistic in execution order."""

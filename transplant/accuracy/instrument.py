@@ -64,18 +64,27 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
         model = model_expression(a, loop)
         line = lines[id(loop)][0]
         if model is None:
-            _comment(p, cast(cst.IndentedBlock, loop.body).body[0], templates.manual(debugger, "MODEL", "no model variable is visible here"))
-            result.warnings.append(f"line {line}: no model variable is visible in the training loop; the calls "
-                                   "to place are written there as comments (name the model with -t)")
+            _comment(
+                p,
+                cast(cst.IndentedBlock, loop.body).body[0],
+                templates.manual(debugger, "MODEL", "no model variable is visible here"),
+            )
+            result.warnings.append(
+                f"line {line}: no model variable is visible in the training loop; the calls "
+                "to place are written there as comments (name the model with -t)"
+            )
             continue
         p.plan.prepend.setdefault(id(loop.body), []).append(cst.parse_statement(templates.start(debugger, model)))
         p.plan.after.setdefault(id(cast(cst.IndentedBlock, loop.body).body[-1]), []).extend(
-            cst.parse_statement(s) for s in templates.stop(debugger))
+            cst.parse_statement(s) for s in templates.stop(debugger)
+        )
         result.loops.append(line)
         for node in _exits(a, [loop]):
             kind = type(node).__name__.lower()
-            result.warnings.append(f"line {lines[id(node)][0]}: a step that ends at this {kind} is not closed "
-                                   f"by {debugger}.stop()/step(); add them before it if that step should be dumped")
+            result.warnings.append(
+                f"line {lines[id(node)][0]}: a step that ends at this {kind} is not closed "
+                f"by {debugger}.stop()/step(); add them before it if that step should be dumped"
+            )
     if not loops:
         why = "transplant found no training loop (a loop that calls backward)"
         place = _model_statement(a)
@@ -84,8 +93,10 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
         else:
             lines_ = templates.manual(debugger, "MODEL", why)
             head[-1] = head[-1].with_changes(leading_lines=[*head[-1].leading_lines, *_comment_lines(lines_)])
-        result.warnings.append(f"{why}; the calls to place are written as comments "
-                               + ("above the model's assignment" if place is not None else "above the debugger's set-up"))
+        result.warnings.append(
+            f"{why}; the calls to place are written as comments "
+            + ("above the model's assignment" if place is not None else "above the debugger's set-up")
+        )
     _insert_header(p, head)
     result.source = module.visit(PlanApplier(p.plan)).bytes
     return result
@@ -96,8 +107,10 @@ def _insert_header(p: EditPlanner, head: list[Statement]) -> None:
     body = list(p.module.body)
     end = 0
     for i, stmt in enumerate(body):
-        if (i == 0 and is_docstring_stmt(stmt)) or (isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)):
+        if (i == 0 and is_docstring_stmt(stmt)) or (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+        ):
             end = i + 1
             continue
         break
@@ -136,8 +149,16 @@ def training_loops(a: Analysis) -> list[Loop]:
 
 
 def _backward_calls(a: Analysis) -> list[cst.Call]:
-    return [n for n in a.nodes if isinstance(n, cst.Call) and not a.in_helpers(n) and (
-        (isinstance(n.func, cst.Attribute) and n.func.attr.value == "backward") or a.qual(n.func) in BACKWARD_FUNCTIONS)]
+    return [
+        n
+        for n in a.nodes
+        if isinstance(n, cst.Call)
+        and not a.in_helpers(n)
+        and (
+            (isinstance(n.func, cst.Attribute) and n.func.attr.value == "backward")
+            or a.qual(n.func) in BACKWARD_FUNCTIONS
+        )
+    ]
 
 
 def _loop_reaching(a: Analysis, node: cst.CSTNode, depth: int) -> Loop | None:
@@ -164,8 +185,10 @@ def _exits(a: Analysis, loops: list[Loop]) -> list[cst.CSTNode]:
         for node in a.subtree(loop.body):
             if isinstance(node, cst.Return) and a.under(node, loop):
                 found.append(node)
-            elif isinstance(node, (cst.Continue, cst.Break)) and next(
-                    (anc for anc in a.ancestors(node) if isinstance(anc, LOOPS)), None) is loop:
+            elif (
+                isinstance(node, (cst.Continue, cst.Break))
+                and next((anc for anc in a.ancestors(node) if isinstance(anc, LOOPS)), None) is loop
+            ):
                 found.append(node)
     return found
 
@@ -185,8 +208,13 @@ def model_expression(a: Analysis, loop: Loop) -> str | None:
         if (name.startswith("self.") and cls is not None) or ("." not in name and (name in local or fn is None)):
             return name
     for node in a.subtree(fn) if fn is not None else ():  # a parameter used like a module: net.train()
-        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
-                and node.func.attr.value in MODULE_ONLY_METHODS and node.func.value.value in local):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.attr.value in MODULE_ONLY_METHODS
+            and node.func.value.value in local
+        ):
             return node.func.value.value
     return None
 

@@ -48,8 +48,7 @@ def header(debugger: str, config_file: str, import_os: bool) -> tuple[list[str],
         f"# another platform computes the same. Steps, level and data dumped: {config_file} beside this file.",
     ]
     code = (
-        ("import os\n" if import_os else "")
-        + "from msprobe.pytorch import PrecisionDebugger, seed_all\n"
+        ("import os\n" if import_os else "") + "from msprobe.pytorch import PrecisionDebugger, seed_all\n"
         "\n"
         f"seed_all(seed={SEED}, mode=True, rm_dropout=True)\n"
         f"{debugger} = PrecisionDebugger(\n"

@@ -76,8 +76,11 @@ def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path
     except RecursionError:
         raise UsageError(f"accuracy: entry file {rel} is nested too deeply to convert") from None
     config.output.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{src.stem if src.is_file() else src.name}_accuracy.",
-                                    suffix=".partial", dir=bench.parent))
+    staging = Path(
+        tempfile.mkdtemp(
+            prefix=f".{src.stem if src.is_file() else src.name}_accuracy.", suffix=".partial", dir=bench.parent
+        )
+    )
     tree = staging / (src.stem if src.is_file() else src.name)
     warnings = [f"accuracy: {rel}: {warning}" for warning in done.warnings]
     notes = [f"accuracy: the original project, instrumented: {bench}"]
@@ -88,14 +91,19 @@ def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path
             notes.append(f"accuracy: {rel} uses msprobe already: its own set-up is kept, nothing added")
         else:
             (tree / rel).parent.joinpath(config_file).write_text(
-                templates.config_text(options.steps, options.level, options.data))
+                templates.config_text(options.steps, options.level, options.data)
+            )
             _require(tree / "requirements.txt")
             where = ", ".join(f"line {n}" for n in done.loops)
-            notes.append(f"accuracy: {rel}: seeds fixed, dropout off, msprobe's debugger set up from {config_file}"
-                         + (f"; dumps the training steps of the loop at {where}" if where else ""))
+            notes.append(
+                f"accuracy: {rel}: seeds fixed, dropout off, msprobe's debugger set up from {config_file}"
+                + (f"; dumps the training steps of the loop at {where}" if where else "")
+            )
             dump = Path(rel).parent / templates.DUMP_DIR
-            notes.append(f"accuracy: run both trees, then: transplant compare --golden {bench.name}/{dump} "
-                         f"--target {converted.name}/{dump}")
+            notes.append(
+                f"accuracy: run both trees, then: transplant compare --golden {bench.name}/{dump} "
+                f"--target {converted.name}/{dump}"
+            )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -125,8 +133,9 @@ def _require(path: Path) -> None:
     text = path.read_text(errors="surrogateescape")
     if templates.PACKAGE in text:
         return
-    path.write_text(text + ("\n" if text and not text.endswith("\n") else "") + templates.REQUIREMENT,
-                    errors="surrogateescape")
+    path.write_text(
+        text + ("\n" if text and not text.endswith("\n") else "") + templates.REQUIREMENT, errors="surrogateescape"
+    )
 
 
 def _replace(path: Path) -> None:

@@ -44,5 +44,14 @@ from .launch import LAUNCH_SCRIPT, launch_script
 from .planner import convert_distributed, convert_source
 from .templates import HELPERS
 
-__all__ = ["HELPERS", "LAUNCH_SCRIPT", "UsageError", "apply_to_result", "convert_distributed", "convert_source",
-           "launch_script", "prepare_distributed", "resolve_entry"]
+__all__ = [
+    "HELPERS",
+    "LAUNCH_SCRIPT",
+    "UsageError",
+    "apply_to_result",
+    "convert_distributed",
+    "convert_source",
+    "launch_script",
+    "prepare_distributed",
+    "resolve_entry",
+]

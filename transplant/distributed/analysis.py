@@ -45,8 +45,9 @@ class Analysis:
         self.span: dict[int, tuple[int, int]] = {}  # id -> (index of the node, end of its subtree)
         self._index(module)
         self._function_cache: dict[int, cst.FunctionDef | None] = {}
-        self._helper_spans = [self.span[id(s)] for s in module.body
-                              if isinstance(s, cst.FunctionDef) and s.name.value in HELPER_NAMES]
+        self._helper_spans = [
+            self.span[id(s)] for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in HELPER_NAMES
+        ]
         # local name -> qualified name, as the engine binds them (the same table it converted with)
         self.imports = analyse_imports(module, NO_RULES).original
         self.functions = {s.name.value: s for s in self.block_statements(module) if isinstance(s, cst.FunctionDef)}
@@ -92,7 +93,7 @@ class Analysis:
     def subtree(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         """The nodes below ``node``, in source order."""
         start, end = self.span[id(node)]
-        return self.nodes[start + 1:end]
+        return self.nodes[start + 1 : end]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = self.parent.get(id(node))
@@ -232,7 +233,7 @@ class Analysis:
             if fn is not None and expr.value in self.local_names(fn):
                 return ("name", id(fn), expr.value)
             return ("name", id(self.module), expr.value)
-        if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.class_of(at)
             if cls is not None:
                 return ("attr", id(cls), expr.attr.value)
@@ -265,8 +266,12 @@ class Analysis:
         ``parts`` itself for an in-place move statement."""
         found = []
         for node in self.nodes:
-            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                    and node.func.attr.value in MOVES and dotted_parts(node.func.value) == parts):
+            if not (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in MOVES
+                and dotted_parts(node.func.value) == parts
+            ):
                 continue
             parent = self.parent.get(id(node))
             if isinstance(parent, cst.Expr):
@@ -293,7 +298,8 @@ class Analysis:
             if value in LAUNCH_ARGUMENTS and self._within_call_of(node, "add_argument"):
                 return f"it reads {value} from the launcher"
             if value in LAUNCH_VARIABLES and any(
-                    word in code_of(anc) for anc in list(self.ancestors(node))[:3] for word in ("environ", "getenv")):
+                word in code_of(anc) for anc in list(self.ancestors(node))[:3] for word in ("environ", "getenv")
+            ):
                 return f"it reads {value} from the launcher"
         return None
 
@@ -317,8 +323,14 @@ class Analysis:
                 return fn
             cls = self.classes.get(func.value)  # a constructor: its __init__
             if cls is not None:
-                return next((s for s in self.block_statements(cls)
-                             if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+                return next(
+                    (
+                        s
+                        for s in self.block_statements(cls)
+                        if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"
+                    ),
+                    None,
+                )
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = self.class_of(call)
             if cls is not None:
@@ -336,8 +348,12 @@ class Analysis:
             return False
         if isinstance(it.func, cst.Name) and it.func.value in ("range", "trange"):
             return True
-        return bool(it.args) and isinstance(it.args[0].value, cst.Call) and isinstance(
-            it.args[0].value.func, cst.Name) and it.args[0].value.func.value == "range"
+        return (
+            bool(it.args)
+            and isinstance(it.args[0].value, cst.Call)
+            and isinstance(it.args[0].value.func, cst.Name)
+            and it.args[0].value.func.value == "range"
+        )
 
     def main_block(self) -> cst.If | None:
         """The ``if __name__ == "__main__":`` block."""
@@ -358,10 +374,14 @@ class Analysis:
             if not isinstance(stmt, cst.SimpleStatementLine):
                 continue
             for small in stmt.body:
-                value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else (
-                    small.exc if isinstance(small, cst.Raise) else None)
-                while isinstance(value, cst.Call) and not (isinstance(value.func, cst.Name)
-                                                           and value.func.value in self.functions):
+                value = (
+                    small.value
+                    if isinstance(small, (cst.Expr, cst.Assign))
+                    else (small.exc if isinstance(small, cst.Raise) else None)
+                )
+                while isinstance(value, cst.Call) and not (
+                    isinstance(value.func, cst.Name) and value.func.value in self.functions
+                ):
                     value = value.args[0].value if len(value.args) == 1 else None
                 if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
                     called.append(self.functions[value.func.value])
@@ -369,4 +389,3 @@ class Analysis:
             return called[0]
         named = [f for f in called if "main" in f.name.value]
         return named[-1] if named else None
-

@@ -10,12 +10,51 @@ from ..engine import dotted_parts
 from .analysis import MOVES, Analysis, dotted
 
 # methods only modules have (optimizers, schedulers and scalers have state_dict and zero_grad too)
-MODULE_ONLY_METHODS = frozenset({"parameters", "named_parameters", "train", "eval", "modules", "children",
-                                 "named_modules", "buffers", "named_buffers"})
-NOT_MODEL_SUFFIXES = ("Loader", "Dataset", "Sampler", "Parser", "Optimizer", "Scheduler", "Scaler", "Writer",
-                      "Logger", "Loss", "Generator", "Tensor", "Path", "Compose", "Meter", "Timer", "LR")
-NOT_MODEL_PREFIXES = ("torch.optim", "torch.utils", "argparse", "torch.cuda", "torch_npu", "torch.amp",
-                      "torchvision.transforms", "torchvision.datasets", "logging", "pathlib", "collections")
+MODULE_ONLY_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "train",
+        "eval",
+        "modules",
+        "children",
+        "named_modules",
+        "buffers",
+        "named_buffers",
+    }
+)
+NOT_MODEL_SUFFIXES = (
+    "Loader",
+    "Dataset",
+    "Sampler",
+    "Parser",
+    "Optimizer",
+    "Scheduler",
+    "Scaler",
+    "Writer",
+    "Logger",
+    "Loss",
+    "Generator",
+    "Tensor",
+    "Path",
+    "Compose",
+    "Meter",
+    "Timer",
+    "LR",
+)
+NOT_MODEL_PREFIXES = (
+    "torch.optim",
+    "torch.utils",
+    "argparse",
+    "torch.cuda",
+    "torch_npu",
+    "torch.amp",
+    "torchvision.transforms",
+    "torchvision.datasets",
+    "logging",
+    "pathlib",
+    "collections",
+)
 
 
 def candidates(a: Analysis) -> list[str]:
@@ -49,8 +88,7 @@ def candidates(a: Analysis) -> list[str]:
 
 def _constructor(a: Analysis, value: cst.BaseExpression) -> tuple[str, str] | None:
     """(qualified name, last name) of the call that builds ``value``, past device moves."""
-    while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-           and value.func.attr.value in MOVES):
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES:
         value = value.func.value
     if not isinstance(value, cst.Call):
         return None

@@ -40,8 +40,10 @@ def prepare_distributed(config) -> Callable[[Path, Path, RunSummary], None]:
     if not analysis.target_sites and analysis.already_distributed() is None:
         found = candidates(analysis)
         listed = ", ".join(found) if found else "none found"
-        raise UsageError(f"distributed: the model variable '{target}' is never assigned in {rel}; "
-                         f"candidate model variables: {listed} (choose one with -t)")
+        raise UsageError(
+            f"distributed: the model variable '{target}' is never assigned in {rel}; "
+            f"candidate model variables: {listed} (choose one with -t)"
+        )
 
     def post_process(base: Path, staging: Path, summary: RunSummary) -> None:
         apply_to_result(staging, summary, rel, target)
@@ -99,8 +101,10 @@ def apply_to_result(staging: Path, summary: RunSummary, rel: str, target: str) -
     for message in outcome.warnings:
         summary.warnings.append(f"{rel}: {message}")
     if outcome.already_distributed is not None:
-        summary.notes.append(f"{rel} is already distributed ({outcome.already_distributed}): no process-group "
-                             "set-up or DistributedDataParallel wrap added, only its CUDA-specific code converted")
+        summary.notes.append(
+            f"{rel} is already distributed ({outcome.already_distributed}): no process-group "
+            "set-up or DistributedDataParallel wrap added, only its CUDA-specific code converted"
+        )
         if "multiprocessing" in outcome.already_distributed:
             summary.notes.append(f"{rel} starts its own processes: run it as before; no {LAUNCH_SCRIPT} written")
             return
@@ -119,11 +123,11 @@ def apply_to_result(staging: Path, summary: RunSummary, rel: str, target: str) -
     script = launch_script(rel).encode()
     name = LAUNCH_SCRIPT
     existing = staging / name
-    if (existing.exists() or existing.is_symlink()) and not (existing.is_file() and not existing.is_symlink()
-                                                            and existing.read_bytes() == script):
+    if (existing.exists() or existing.is_symlink()) and not (
+        existing.is_file() and not existing.is_symlink() and existing.read_bytes() == script
+    ):
         name = report_name(name, {p.name for p in staging.iterdir()})
         summary.warnings.append(f"the project has its own {LAUNCH_SCRIPT}; the launch script is {name}")
     out = staging / name
     out.write_bytes(script)
     out.chmod(0o755)
-

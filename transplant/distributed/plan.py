@@ -19,8 +19,14 @@ from ..records import CODES, OPERATION
 
 RULE = "distributed"
 # pass kind -> key of the code in records.CODES (TP301-TP306)
-KINDS = {"setup": "dist_setup", "sampler": "dist_sampler", "epoch": "dist_epoch", "ddp": "dist_ddp",
-         "rank0": "dist_rank0", "device": "dist_device"}
+KINDS = {
+    "setup": "dist_setup",
+    "sampler": "dist_sampler",
+    "epoch": "dist_epoch",
+    "ddp": "dist_ddp",
+    "rank0": "dist_rank0",
+    "device": "dist_device",
+}
 
 
 # the statements that carry their own leading lines (BaseStatement itself declares none)
@@ -85,8 +91,9 @@ def guard(stmt: Statement, condition: str) -> cst.If:
     """``stmt`` inside ``if condition:``; the comment lines above it stay above the ``if``."""
     shell = cst.parse_statement(f"if {condition}:\n    pass\n")
     assert isinstance(shell, cst.If)
-    return shell.with_changes(leading_lines=stmt.leading_lines,
-                              body=cst.IndentedBlock([stmt.with_changes(leading_lines=())]))
+    return shell.with_changes(
+        leading_lines=stmt.leading_lines, body=cst.IndentedBlock([stmt.with_changes(leading_lines=())])
+    )
 
 
 def chain(first, second):
@@ -177,6 +184,15 @@ def plan_records(plan: Plan, new_module: cst.Module) -> list[Record]:
         records.append(Record(first[0], first[1], last[2], last[3], code, "fix", operation, message, RULE))
     for code, message, key in plan.findings:
         where = positions.get(id(plan.anchors.get(key)), (1, 1, 1, 1))
-        records.append(Record(*where, code, "warning", operation, message, RULE,
-                              suggestion="use the current NPU ('npu') or torch_npu.npu.current_device()"))
+        records.append(
+            Record(
+                *where,
+                code,
+                "warning",
+                operation,
+                message,
+                RULE,
+                suggestion="use the current NPU ('npu') or torch_npu.npu.current_device()",
+            )
+        )
     return records

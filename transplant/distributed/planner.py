@@ -53,9 +53,14 @@ class EditPlanner:
         if attr_class is None:
             taken = self.taken_names
         else:
-            taken = self.taken_attrs.setdefault(id(attr_class), {
-                n.attr.value for n in self.a.nodes
-                if isinstance(n, cst.Attribute) and self.a.class_of(n) is attr_class})
+            taken = self.taken_attrs.setdefault(
+                id(attr_class),
+                {
+                    n.attr.value
+                    for n in self.a.nodes
+                    if isinstance(n, cst.Attribute) and self.a.class_of(n) is attr_class
+                },
+            )
         name, i = wanted, 2
         while name in taken:
             name = f"{wanted}{i}"
@@ -67,8 +72,11 @@ class EditPlanner:
         """The line ``call`` is the only statement of, when that line sits in a block."""
         expr = self.a.parent.get(id(call))
         line = self.a.parent.get(id(expr)) if isinstance(expr, cst.Expr) else None
-        if (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
-                and isinstance(self.a.parent.get(id(line)), (cst.IndentedBlock, cst.Module))):
+        if (
+            isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(self.a.parent.get(id(line)), (cst.IndentedBlock, cst.Module))
+        ):
             return line
         return None
 

@@ -7,8 +7,15 @@ Plain text, no planning.
 
 SETUP_FUNCTION = "init_distributed_npu"
 INDEX_FUNCTION = "npu_index"
-HELPER_NAMES = ("_npu_launch_env", SETUP_FUNCTION, "_npu_leave_group", "npu_rank", "npu_world_size", "npu_unwrap",
-                INDEX_FUNCTION)
+HELPER_NAMES = (
+    "_npu_launch_env",
+    SETUP_FUNCTION,
+    "_npu_leave_group",
+    "npu_rank",
+    "npu_world_size",
+    "npu_unwrap",
+    INDEX_FUNCTION,
+)
 HELPERS = '''\
 def _npu_launch_env():
     """Rank, world size and NPU of this process as given by run_distributed_npu.sh (RANK_ID,

@@ -64,8 +64,10 @@ def install(npu: types.ModuleType) -> None:
         current_accelerator=lambda check_available=False: npu_device,
         is_available=lambda: npu.is_available(),
         device_count=lambda: npu.device_count(),
-        current_device_index=current_device_index, current_device_idx=current_device_index,
-        set_device_index=set_device_index, set_device_idx=set_device_index,
+        current_device_index=current_device_index,
+        current_device_idx=current_device_index,
+        set_device_index=set_device_index,
+        set_device_idx=set_device_index,
         device_index=device_index,
         current_stream=lambda device=None, /: npu.current_stream(index(device)),
         set_stream=lambda stream: npu.set_stream(stream),
@@ -81,7 +83,8 @@ def install(npu: types.ModuleType) -> None:
         memory_reserved=lambda device_index=None, /: npu.memory_reserved(index(device_index)),
         max_memory_reserved=lambda device_index=None, /: npu.max_memory_reserved(index(device_index)),
         reset_accumulated_memory_stats=lambda device_index=None, /: npu.reset_accumulated_memory_stats(
-            index(device_index)),
+            index(device_index)
+        ),
         reset_peak_memory_stats=lambda device_index=None, /: npu.reset_peak_memory_stats(index(device_index)),
         get_memory_info=lambda device_index=None, /: npu.mem_get_info(index(device_index)),
     )

@@ -33,9 +33,11 @@ def _where() -> str:
 
 
 def _refuse(name, how: str):
-    raise EmulationError(f"{_where()}CUDA-only extension build {name!r} ({how}): an NPU host has no CUDA "
-                         "compiler or GPU, so this build fails there too; give the NPU path a portable "
-                         "implementation (or an Ascend C / torch_npu custom operator)")
+    raise EmulationError(
+        f"{_where()}CUDA-only extension build {name!r} ({how}): an NPU host has no CUDA "
+        "compiler or GPU, so this build fails there too; give the NPU path a portable "
+        "implementation (or an Ascend C / torch_npu custom operator)"
+    )
 
 
 def _patch(module) -> None:

@@ -30,8 +30,10 @@ _VALUED = ("--backing",)  # the options that take a value (as the next word or a
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         if message.startswith("the following arguments are required: script"):  # argparse counts ARGS too
-            message = ("no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...] "
-                       "or transplant emulate [options] -m MODULE [ARGS...]")
+            message = (
+                "no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...] "
+                "or transplant emulate [options] -m MODULE [ARGS...]"
+            )
         raise SystemExit(_fail(f"{message} (see 'transplant emulate --help')"))
 
 
@@ -41,24 +43,50 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="transplant emulate",
-                usage="%(prog)s [options] SCRIPT [ARGS...]\n       %(prog)s [options] -m MODULE [ARGS...]",
-                description="Run a converted program with torch_npu emulated on the CPU (or a CUDA GPU): a "
-                            "script, or a module as 'python -m' runs it (-m pytest runs a test suite).",
-                epilog=f"Defaults come from {BACKING_ENV} and {STRICT_ENV}=1, so processes started by "
-                       "run_distributed_npu.sh with TRANSPLANT_EMULATE=1 are emulated alike.")
-    p.add_argument("--backing", choices=BACKINGS, default=os.environ.get(BACKING_ENV, "cpu"),
-                   help="device that stands in for the NPUs (default: %(default)s)")
-    p.add_argument("--strict", action="store_true", default=os.environ.get(STRICT_ENV) == "1",
-                   help="every CUDA use left in the project's own files is an error naming file and line")
-    p.add_argument("--device-identity", action="store_true", default=os.environ.get(IDENTITY_ENV) == "1",
-                   help="tensors moved to npu are npu tensors (device.type == 'npu'), computed on the backing device")
-    p.add_argument("-q", "--quiet", action="store_true", default=os.environ.get(QUIET_ENV) == "1",
-                   help="no summary of what the run sent to the NPU at the end")
-    p.add_argument("--force-emulation", action="store_true",
-                   help="emulate even though a real torch_npu is installed (the emulation hides it)")
-    p.add_argument("-m", dest="module", metavar="MODULE",
-                   help="run library module MODULE as a script, as 'python -m MODULE' (e.g. -m pytest)")
+    p = _Parser(
+        prog="transplant emulate",
+        usage="%(prog)s [options] SCRIPT [ARGS...]\n       %(prog)s [options] -m MODULE [ARGS...]",
+        description="Run a converted program with torch_npu emulated on the CPU (or a CUDA GPU): a "
+        "script, or a module as 'python -m' runs it (-m pytest runs a test suite).",
+        epilog=f"Defaults come from {BACKING_ENV} and {STRICT_ENV}=1, so processes started by "
+        "run_distributed_npu.sh with TRANSPLANT_EMULATE=1 are emulated alike.",
+    )
+    p.add_argument(
+        "--backing",
+        choices=BACKINGS,
+        default=os.environ.get(BACKING_ENV, "cpu"),
+        help="device that stands in for the NPUs (default: %(default)s)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        default=os.environ.get(STRICT_ENV) == "1",
+        help="every CUDA use left in the project's own files is an error naming file and line",
+    )
+    p.add_argument(
+        "--device-identity",
+        action="store_true",
+        default=os.environ.get(IDENTITY_ENV) == "1",
+        help="tensors moved to npu are npu tensors (device.type == 'npu'), computed on the backing device",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=os.environ.get(QUIET_ENV) == "1",
+        help="no summary of what the run sent to the NPU at the end",
+    )
+    p.add_argument(
+        "--force-emulation",
+        action="store_true",
+        help="emulate even though a real torch_npu is installed (the emulation hides it)",
+    )
+    p.add_argument(
+        "-m",
+        dest="module",
+        metavar="MODULE",
+        help="run library module MODULE as a script, as 'python -m MODULE' (e.g. -m pytest)",
+    )
     p.add_argument("script", type=Path, nargs="?", help="the converted Python script to run")
     p.add_argument("args", nargs="*", help="arguments for the script or module")
     return p
@@ -71,13 +99,13 @@ def split(argv: list[str]) -> tuple[list[str], list[str]]:
     while i < len(argv):
         word = argv[i]
         if word == "--":
-            return argv[:i + 2], argv[i + 2:]
+            return argv[: i + 2], argv[i + 2 :]
         if word == "-m":
-            return argv[:i + 2], argv[i + 2:]
+            return argv[: i + 2], argv[i + 2 :]
         if word.startswith("-m") and not word.startswith("--"):  # -mpytest
-            return argv[:i + 1], argv[i + 1:]
+            return argv[: i + 1], argv[i + 1 :]
         if not word.startswith("-") or word == "-":
-            return argv[:i + 1], argv[i + 1:]
+            return argv[: i + 1], argv[i + 1 :]
         i += 2 if word in _VALUED else 1
     return argv, []
 
@@ -88,8 +116,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.module is not None and args.script is not None:  # "-m X" after the script belongs to it
         raise SystemExit(_fail("give a SCRIPT or -m MODULE, not both"))
     if args.module is None and args.script is None:
-        raise SystemExit(_fail("no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...] "
-                               "or transplant emulate [options] -m MODULE [ARGS...] (see 'transplant emulate --help')"))
+        raise SystemExit(
+            _fail(
+                "no SCRIPT given: transplant emulate [options] SCRIPT [ARGS...] "
+                "or transplant emulate [options] -m MODULE [ARGS...] (see 'transplant emulate --help')"
+            )
+        )
     args.args = program_args
     return args
 
@@ -104,8 +136,10 @@ def _check(args) -> str | None:
     if importlib.util.find_spec("torch") is None:
         return "PyTorch is not installed in this Python (emulation runs the program on the real torch)"
     if importlib.util.find_spec("torch_npu") is not None and not args.force_emulation:
-        return ("a real torch_npu is installed in this Python; run the program with it, or pass "
-                "--force-emulation to hide it behind the emulation")
+        return (
+            "a real torch_npu is installed in this Python; run the program with it, or pass "
+            "--force-emulation to hide it behind the emulation"
+        )
     return None
 
 
@@ -153,8 +187,12 @@ def main(argv: list[str] | None = None) -> int:
         problem = _find_module(args.module)
         if problem:
             return _fail(problem)
-    print(f"transplant emulate: running {what} (your code, as you asked) with torch_npu emulated on "
-          f"the {args.backing}{', strict' if args.strict else ''}", file=sys.stderr, flush=True)
+    print(
+        f"transplant emulate: running {what} (your code, as you asked) with torch_npu emulated on "
+        f"the {args.backing}{', strict' if args.strict else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
 
     from . import runtime
 

@@ -1,4 +1,4 @@
-""""npu" as a device name in an emulated process, backed by the CPU or a CUDA GPU.
+""" "npu" as a device name in an emulated process, backed by the CPU or a CUDA GPU.
 
 How: torch's PrivateUse1 device type is renamed "npu" (``torch.utils.rename_privateuse1_backend``),
 so ``torch.device("npu:1")`` is a real torch.device of type "npu" with index 1, as it is with
@@ -65,6 +65,7 @@ class Backing:
     def ordinals(self, func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Integer devices as torch_npu makes them: with torch_npu imported, PyTorch (>= 2.1) takes a
         bare ordinal (``x.to(0)``, ``device=0``) as a device of the PrivateUse1 backend, the NPU."""
+
         def ordinal(value) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
 
@@ -172,15 +173,20 @@ def _accelerator(backing: Backing) -> None:
 def _methods(backing: Backing) -> None:
     def tensor_npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
         index = _index(device)  # an npu device, which the mode translates (and the summary counts)
-        return self.to(torch.device(NPU) if index is None else torch.device(NPU, index),
-                       non_blocking=non_blocking, memory_format=memory_format)
+        return self.to(
+            torch.device(NPU) if index is None else torch.device(NPU, index),
+            non_blocking=non_blocking,
+            memory_format=memory_format,
+        )
 
     def module_npu(self, device=None):
         return self._apply(lambda t: tensor_npu(t, device))
 
     torch.Tensor.npu = tensor_npu
-    torch.Tensor.is_npu = property(lambda self: self.device.type == backing.kind,
-                                   doc="True when the tensor is on the device that backs the emulated NPUs")
+    torch.Tensor.is_npu = property(
+        lambda self: self.device.type == backing.kind,
+        doc="True when the tensor is on the device that backs the emulated NPUs",
+    )
     torch.nn.Module.npu = module_npu
     base_generator = torch.Generator
 
@@ -222,11 +228,13 @@ def _amp(backing: Backing) -> None:
             if args and isinstance(args[0], str):
                 args = (backing.device_type(args[0]), *args[1:])
             return function(*args, **kwargs)
+
         return wrapper
 
-    for module, names in ((torch.amp, ("custom_fwd", "custom_bwd")),
-                          (torch, ("is_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
-                                   "set_autocast_enabled"))):
+    for module, names in (
+        (torch.amp, ("custom_fwd", "custom_bwd")),
+        (torch, ("is_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype", "set_autocast_enabled")),
+    ):
         for name in names:
             setattr(module, name, with_device_type(getattr(module, name)))
     torch.amp.autocast_mode.custom_fwd, torch.amp.autocast_mode.custom_bwd = torch.amp.custom_fwd, torch.amp.custom_bwd
@@ -252,7 +260,8 @@ def _loading(backing: Backing) -> None:
 
     set_default_device = torch.set_default_device
     torch.set_default_device = functools.wraps(set_default_device)(
-        lambda device: set_default_device(backing.translate(device)))
+        lambda device: set_default_device(backing.translate(device))
+    )
 
 
 def _distributed(backing: Backing) -> None:
@@ -267,8 +276,12 @@ def _distributed(backing: Backing) -> None:
         init(backing.backend(backend), *args, **kwargs)
         npu = sys.modules.get("torch_npu.npu")
         where = f", NPU {npu.current_device()}" if npu is not None else ""
-        print(f"transplant emulate: process group {backend or 'default'} as {dist.get_backend()}: "
-              f"rank {dist.get_rank()} of {dist.get_world_size()}{where}", file=sys.stderr, flush=True)
+        print(
+            f"transplant emulate: process group {backend or 'default'} as {dist.get_backend()}: "
+            f"rank {dist.get_rank()} of {dist.get_world_size()}{where}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     new_group = dist.new_group
 

@@ -49,9 +49,15 @@ def _profiler(backing: Backing) -> dict:
         def __init__(self, *args, **kwargs):
             pass
 
-    return dict(profile=profile, schedule=torch_profiler.schedule, ProfilerAction=torch_profiler.ProfilerAction,
-                ProfilerActivity=ProfilerActivity, tensorboard_trace_handler=tensorboard_trace_handler,
-                _ExperimentalConfig=ExperimentalConfig, record_function=torch_profiler.record_function)
+    return dict(
+        profile=profile,
+        schedule=torch_profiler.schedule,
+        ProfilerAction=torch_profiler.ProfilerAction,
+        ProfilerActivity=ProfilerActivity,
+        tensorboard_trace_handler=tensorboard_trace_handler,
+        _ExperimentalConfig=ExperimentalConfig,
+        record_function=torch_profiler.record_function,
+    )
 
 
 class _Activities(set):
@@ -89,23 +95,37 @@ def build(backing: Backing) -> dict:
     """The modules torch_npu.profiler, .optim, .contrib(.module), .utils(.cpp_extension) by name."""
     _patch_autograd_profiler(backing)
     optim = torch.optim
-    optimizers = {name: _named(base, name) for name, base in (
-        ("NpuFusedSGD", optim.SGD), ("NpuFusedAdam", optim.Adam), ("NpuFusedAdamW", optim.AdamW),
-        ("NpuFusedAdadelta", optim.Adadelta), ("NpuFusedRMSprop", optim.RMSprop))}
+    optimizers = {
+        name: _named(base, name)
+        for name, base in (
+            ("NpuFusedSGD", optim.SGD),
+            ("NpuFusedAdam", optim.Adam),
+            ("NpuFusedAdamW", optim.AdamW),
+            ("NpuFusedAdadelta", optim.Adadelta),
+            ("NpuFusedRMSprop", optim.RMSprop),
+        )
+    }
     optimizers["NpuFusedLamb"] = NotEmulated("torch_npu.optim.NpuFusedLamb")
-    contrib_modules = {name: NotEmulated(f"torch_npu.contrib.module.{name}") for name in (
-        "FastSyncBatchNorm", "FusedColorJitter", "ModulatedDeformConv", "PSROIPool", "ROIAlign")}
+    contrib_modules = {
+        name: NotEmulated(f"torch_npu.contrib.module.{name}")
+        for name in ("FastSyncBatchNorm", "FusedColorJitter", "ModulatedDeformConv", "PSROIPool", "ROIAlign")
+    }
     contrib_modules.update(Mish=torch.nn.Mish, SiLU=torch.nn.SiLU)
     contrib_module = module("torch_npu.contrib.module", "NPU modules: torch's where it has them", **contrib_modules)
-    cpp_extension = module("torch_npu.utils.cpp_extension", "NPU operator builds (not emulated)",
-                           NpuExtension=NotEmulated("torch_npu.utils.cpp_extension.NpuExtension"))
+    cpp_extension = module(
+        "torch_npu.utils.cpp_extension",
+        "NPU operator builds (not emulated)",
+        NpuExtension=NotEmulated("torch_npu.utils.cpp_extension.NpuExtension"),
+    )
     return {
-        "torch_npu.profiler": module("torch_npu.profiler", "torch.profiler on the backing device",
-                                     **_profiler(backing)),
+        "torch_npu.profiler": module(
+            "torch_npu.profiler", "torch.profiler on the backing device", **_profiler(backing)
+        ),
         "torch_npu.optim": module("torch_npu.optim", "fused NPU optimizers: torch.optim's", **optimizers),
         "torch_npu.contrib": module("torch_npu.contrib", "", module=contrib_module),
         "torch_npu.contrib.module": contrib_module,
-        "torch_npu.utils": module("torch_npu.utils", "", cpp_extension=cpp_extension,
-                                  get_cann_version=lambda module="CANN": "emulated"),
+        "torch_npu.utils": module(
+            "torch_npu.utils", "", cpp_extension=cpp_extension, get_cann_version=lambda module="CANN": "emulated"
+        ),
         "torch_npu.utils.cpp_extension": cpp_extension,
     }

@@ -37,9 +37,18 @@ _AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1
 aten = torch.ops.aten
 
 # operators whose arguments may mix an NPU tensor with a host tensor, as on a device
-_MIXING = {aten._copy_from.default, aten._copy_from_and_resize.default, aten.copy_.default,
-           aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default,
-           aten.set_.source_Storage, aten.set_.source_Storage_storage_offset, aten.set_.source_Tensor}
+_MIXING = {
+    aten._copy_from.default,
+    aten._copy_from_and_resize.default,
+    aten.copy_.default,
+    aten.index.Tensor,
+    aten.index_put_.default,
+    aten.index_put.default,
+    aten._index_put_impl_.default,
+    aten.set_.source_Storage,
+    aten.set_.source_Storage_storage_offset,
+    aten.set_.source_Tensor,
+}
 _COPIES = {aten._copy_from.default, aten._copy_from_and_resize.default}
 
 
@@ -68,7 +77,8 @@ def data_of(tensor: torch.Tensor) -> torch.Tensor:
     except AttributeError:
         raise RuntimeError(f"an npu tensor without data (made outside the emulator): {tuple(tensor.shape)}") from None
     return torch.empty(0, dtype=tensor.dtype, device=storage.device).set_(
-        storage, tensor.storage_offset(), tensor.size(), tensor.stride())
+        storage, tensor.storage_offset(), tensor.size(), tensor.stride()
+    )
 
 
 def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
@@ -81,8 +91,10 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
 
 
 def _device_error(op, other: torch.Tensor) -> RuntimeError:
-    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                        f"npu:0 and {other.device}! (when checking argument for {op.__name__})")
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, "
+        f"npu:0 and {other.device}! (when checking argument for {op.__name__})"
+    )
 
 
 def _unwrap(op, value, found: list, datas: dict):
@@ -265,6 +277,7 @@ def _attention(sdpa):
     """F.scaled_dot_product_attention on NPU tensors as on the backing: torch's composite picks its
     kernel by device type, and for a device it does not know it takes the math kernel, not the CPU's
     flash kernel, and the numbers differ. The backing's choice is asked, on the backing data."""
+
     @functools.wraps(sdpa)
     def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
         if not (isinstance(query, torch.Tensor) and query.device.type == NPU and _State.backing.type == "cpu"):
@@ -282,7 +295,9 @@ def _attention(sdpa):
             if attn_mask is not None and attn_mask.dtype == torch.bool:  # as torch's composite converts it
                 attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(~attn_mask, float("-inf"))
             return aten._scaled_dot_product_flash_attention_for_cpu.default(
-                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
+            )[0]
+
     return attention
 
 
@@ -335,7 +350,7 @@ def _as_the_backing_does(backing_key: str):
             continue
         if qualified in _METADATA_ONLY:
             continue
-        name, _, overload = qualified[len("aten::"):].partition(".")
+        name, _, overload = qualified[len("aten::") :].partition(".")
         try:
             op = getattr(getattr(aten, name), overload or "default")
         except AttributeError:
@@ -369,8 +384,10 @@ def install(backing_device: torch.device) -> None:
     @functools.wraps(numpy)
     def npu_numpy(self, *args, **kwargs):
         if self.device.type == NPU:
-            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
-                            "copy the tensor to host memory first.")
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
+                "copy the tensor to host memory first."
+            )
         return numpy(self, *args, **kwargs)
 
     torch.Tensor.numpy = npu_numpy
@@ -410,6 +427,7 @@ def _onto(value, device: torch.device):
 def _load_onto_npu(load):
     """torch.load(..., map_location=npu): loaded on the backing device, then moved to the NPU (an NPU
     storage holds no bytes to load into)."""
+
     @functools.wraps(load)
     def load_then_move(f, map_location=None, *args, **kwargs):
         target = _npu(map_location)
@@ -420,4 +438,5 @@ def _load_onto_npu(load):
         else:
             map_location = _State.backing
         return _onto(load(f, map_location, *args, **kwargs), target)
+
     return load_then_move

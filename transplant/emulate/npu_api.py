@@ -19,20 +19,65 @@ import torch
 from .coverage import NOT_EMULATED, NotEmulated
 from .devices import Backing
 
-_ZERO = ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-         "memory_cached", "max_memory_cached")
-_RESET = ("empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
-          "reset_max_memory_cached", "reset_peak_host_memory_stats", "reset_accumulated_host_memory_stats",
-          "set_per_process_memory_fraction", "ipc_collect", "synchronize", "init", "set_sync_debug_mode")
-_SEEDS = ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-          "get_rng_state_all", "set_rng_state", "set_rng_state_all")
-_MEMORY = (*_ZERO, "empty_cache", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
-           "reset_max_memory_allocated", "reset_max_memory_cached", "reset_peak_host_memory_stats",
-           "reset_accumulated_host_memory_stats", "set_per_process_memory_fraction",
-           "get_per_process_memory_fraction", "memory_stats", "memory_stats_as_nested_dict", "memory_snapshot",
-           "memory_summary", "host_memory_stats", "host_memory_stats_as_nested_dict", "get_allocator_backend",
-           "mem_get_info", "MemPool", "NPUPluggableAllocator", "use_mem_pool", "change_current_allocator",
-           "caching_allocator_alloc", "caching_allocator_delete")
+_ZERO = (
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_cached",
+    "max_memory_cached",
+)
+_RESET = (
+    "empty_cache",
+    "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "reset_peak_host_memory_stats",
+    "reset_accumulated_host_memory_stats",
+    "set_per_process_memory_fraction",
+    "ipc_collect",
+    "synchronize",
+    "init",
+    "set_sync_debug_mode",
+)
+_SEEDS = (
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "initial_seed",
+    "get_rng_state",
+    "get_rng_state_all",
+    "set_rng_state",
+    "set_rng_state_all",
+)
+_MEMORY = (
+    *_ZERO,
+    "empty_cache",
+    "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "reset_peak_host_memory_stats",
+    "reset_accumulated_host_memory_stats",
+    "set_per_process_memory_fraction",
+    "get_per_process_memory_fraction",
+    "memory_stats",
+    "memory_stats_as_nested_dict",
+    "memory_snapshot",
+    "memory_summary",
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
+    "get_allocator_backend",
+    "mem_get_info",
+    "MemPool",
+    "NPUPluggableAllocator",
+    "use_mem_pool",
+    "change_current_allocator",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
+)
 _TENSOR_TYPES = ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
 
 
@@ -58,8 +103,9 @@ def _cpu_api(backing: Backing) -> dict:
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
 
     def properties(device=None):
-        return types.SimpleNamespace(name=name(), total_memory=mem_get_info()[1],
-                                     multi_processor_count=os.cpu_count() or 1, major=0, minor=0)
+        return types.SimpleNamespace(
+            name=name(), total_memory=mem_get_info()[1], multi_processor_count=os.cpu_count() or 1, major=0, minor=0
+        )
 
     def name(device=None):
         return "emulated NPU (cpu)"
@@ -81,22 +127,42 @@ def _cpu_api(backing: Backing) -> dict:
     api = {name_: (lambda *args, **kwargs: 0) for name_ in _ZERO}
     api.update({name_: (lambda *args, **kwargs: None) for name_ in _RESET})
     api.update(
-        is_available=lambda: True, is_initialized=lambda: True, device_count=lambda: backing.count(),
-        current_device=lambda: current["device"], set_device=set_device, device=device,
-        device_of=lambda tensor: device(None), get_device_name=name, get_device_properties=properties,
-        get_device_capability=lambda device=None: (0, 0), can_device_access_peer=lambda device, peer: True,
-        utilization=lambda device=None: 0, mem_get_info=mem_get_info, is_bf16_supported=lambda *args: True,
-        get_sync_debug_mode=lambda: 0, current_blas_handle=lambda: 0,
-        get_per_process_memory_fraction=lambda device=None: 1.0, get_allocator_backend=lambda: "native",
-        memory_stats=lambda device=None: {}, memory_stats_as_nested_dict=lambda device=None: {},
-        host_memory_stats=lambda: {}, host_memory_stats_as_nested_dict=lambda: {},
+        is_available=lambda: True,
+        is_initialized=lambda: True,
+        device_count=lambda: backing.count(),
+        current_device=lambda: current["device"],
+        set_device=set_device,
+        device=device,
+        device_of=lambda tensor: device(None),
+        get_device_name=name,
+        get_device_properties=properties,
+        get_device_capability=lambda device=None: (0, 0),
+        can_device_access_peer=lambda device, peer: True,
+        utilization=lambda device=None: 0,
+        mem_get_info=mem_get_info,
+        is_bf16_supported=lambda *args: True,
+        get_sync_debug_mode=lambda: 0,
+        current_blas_handle=lambda: 0,
+        get_per_process_memory_fraction=lambda device=None: 1.0,
+        get_allocator_backend=lambda: "native",
+        memory_stats=lambda device=None: {},
+        memory_stats_as_nested_dict=lambda device=None: {},
+        host_memory_stats=lambda: {},
+        host_memory_stats_as_nested_dict=lambda: {},
         memory_snapshot=lambda: [],
         memory_summary=lambda device=None, abbreviated=False: "emulated NPU on the CPU: no memory statistics\n",
-        manual_seed=manual_seed, manual_seed_all=manual_seed, seed=seed, seed_all=seed,
-        initial_seed=lambda: generator.initial_seed(), _is_in_bad_fork=lambda: False,
-        get_rng_state=get_rng_state, set_rng_state=set_rng_state,
-        get_rng_state_all=lambda: [torch.get_rng_state()], set_rng_state_all=lambda states: set_rng_state(states[0]),
-        default_generators=(torch.default_generator,), is_current_stream_capturing=lambda: False,
+        manual_seed=manual_seed,
+        manual_seed_all=manual_seed,
+        seed=seed,
+        seed_all=seed,
+        initial_seed=lambda: generator.initial_seed(),
+        _is_in_bad_fork=lambda: False,
+        get_rng_state=get_rng_state,
+        set_rng_state=set_rng_state,
+        get_rng_state_all=lambda: [torch.get_rng_state()],
+        set_rng_state_all=lambda states: set_rng_state(states[0]),
+        default_generators=(torch.default_generator,),
+        is_current_stream_capturing=lambda: False,
     )
     api.update(_cpu_streams())
     return api
@@ -172,9 +238,16 @@ def _cpu_streams() -> dict:
     def set_stream(value):
         current["stream"] = value
 
-    return dict(Event=Event, Stream=Stream, ExternalStream=ExternalStream, StreamContext=stream, stream=stream,
-                set_stream=set_stream, current_stream=lambda device=None: current["stream"],
-                default_stream=lambda device=None: default)
+    return dict(
+        Event=Event,
+        Stream=Stream,
+        ExternalStream=ExternalStream,
+        StreamContext=stream,
+        stream=stream,
+        set_stream=set_stream,
+        current_stream=lambda device=None: current["stream"],
+        default_stream=lambda device=None: default,
+    )
 
 
 def _cuda_api(backing: Backing) -> dict:
@@ -183,10 +256,13 @@ def _cuda_api(backing: Backing) -> dict:
 
     def on_gpu(function):
         def call(*args, **kwargs):
-            args = [backing.device(a) if isinstance(a, int) and not isinstance(a, bool) and a >= 0
-                    else backing.translate(a) for a in args]
+            args = [
+                backing.device(a) if isinstance(a, int) and not isinstance(a, bool) and a >= 0 else backing.translate(a)
+                for a in args
+            ]
             kwargs = {k: backing.translate(v) for k, v in kwargs.items()}
             return function(*args, **kwargs)
+
         call.__name__ = call.__qualname__ = function.__name__
         return call
 
@@ -199,14 +275,42 @@ def _cuda_api(backing: Backing) -> dict:
     class ExternalStream(cuda.ExternalStream):
         npu_stream = property(lambda self: self.cuda_stream)
 
-    names = ("is_available", "is_initialized", "device_count", "current_device", "set_device", "device",
-             "device_of", "get_device_name", "get_device_properties", "get_device_capability",
-             "can_device_access_peer", "utilization", "is_bf16_supported", "get_sync_debug_mode",
-             "current_blas_handle", "StreamContext", "stream", "set_stream", "current_stream", "default_stream",
-             "default_generators", "is_current_stream_capturing", *_ZERO, *_RESET, *_SEEDS, *_MEMORY)
+    names = (
+        "is_available",
+        "is_initialized",
+        "device_count",
+        "current_device",
+        "set_device",
+        "device",
+        "device_of",
+        "get_device_name",
+        "get_device_properties",
+        "get_device_capability",
+        "can_device_access_peer",
+        "utilization",
+        "is_bf16_supported",
+        "get_sync_debug_mode",
+        "current_blas_handle",
+        "StreamContext",
+        "stream",
+        "set_stream",
+        "current_stream",
+        "default_stream",
+        "default_generators",
+        "is_current_stream_capturing",
+        *_ZERO,
+        *_RESET,
+        *_SEEDS,
+        *_MEMORY,
+    )
     api = {name: getattr(cuda, name) for name in names if name not in NOT_EMULATED and hasattr(cuda, name)}
-    api.update({name: on_gpu(api[name]) for name in ("set_device", "device", "get_device_name",
-                                                       "get_device_properties", "synchronize") if name in api})
+    api.update(
+        {
+            name: on_gpu(api[name])
+            for name in ("set_device", "device", "get_device_name", "get_device_properties", "synchronize")
+            if name in api
+        }
+    )
     api.update(Stream=Stream, Event=Event, ExternalStream=ExternalStream)
     return api
 
@@ -218,8 +322,15 @@ def _amp(backing: Backing) -> dict:
         return torch.autocast(kind, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     class GradScaler(torch.amp.GradScaler):
-        def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                     enabled=True, dynamic=True):
+        def __init__(
+            self,
+            init_scale=2.0**16,
+            growth_factor=2.0,
+            backoff_factor=0.5,
+            growth_interval=2000,
+            enabled=True,
+            dynamic=True,
+        ):
             super().__init__(kind, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
     def custom_fwd(fwd=None, *, cast_inputs=None):
@@ -239,8 +350,10 @@ def module(name: str, doc: str, **members) -> types.ModuleType:
     def __getattr__(attribute):
         if attribute.startswith("__"):
             raise AttributeError(attribute)
-        raise AttributeError(f"{name}.{attribute} is not emulated (transplant emulate provides the torch_npu "
-                             "names transplant's rules write, plus the device, stream, memory and amp APIs)")
+        raise AttributeError(
+            f"{name}.{attribute} is not emulated (transplant emulate provides the torch_npu "
+            "names transplant's rules write, plus the device, stream, memory and amp APIs)"
+        )
 
     made.__getattr__ = __getattr__
     return made
@@ -256,7 +369,8 @@ def build(backing: Backing) -> dict[str, types.ModuleType]:
         is_autocast_enabled=lambda: torch.is_autocast_enabled(kind),
         set_autocast_dtype=lambda dtype: torch.set_autocast_dtype(kind, dtype),
         get_amp_supported_dtype=lambda: [torch.float16, torch.bfloat16],
-        matmul=types.SimpleNamespace(allow_hf32=False), conv=types.SimpleNamespace(allow_hf32=True),
+        matmul=types.SimpleNamespace(allow_hf32=False),
+        conv=types.SimpleNamespace(allow_hf32=True),
     )
     for type_name in _TENSOR_TYPES:
         api[f"{type_name}Tensor"] = getattr(torch if kind == "cpu" else torch.cuda, f"{type_name}Tensor")
@@ -286,19 +400,26 @@ def build(backing: Backing) -> dict[str, types.ModuleType]:
         "torch_npu.npu.amp": amp,
         "torch_npu.npu.amp.autocast_mode": module("torch_npu.npu.amp.autocast_mode", "", **amp_api),
         "torch_npu.npu.amp.grad_scaler": module("torch_npu.npu.amp.grad_scaler", "", GradScaler=amp_api["GradScaler"]),
-        "torch_npu.npu.amp.common": module("torch_npu.npu.amp.common", "",
-                                           amp_definitely_not_available=lambda: False),
+        "torch_npu.npu.amp.common": module("torch_npu.npu.amp.common", "", amp_definitely_not_available=lambda: False),
         "torch_npu.npu.memory": sub("memory", "memory statistics of the backing device", _MEMORY),
         "torch_npu.npu.random": sub("random", "the NPU random generator is the backing device's", _SEEDS),
         "torch_npu.npu.streams": sub("streams", "streams and events", ("Stream", "Event", "ExternalStream")),
-        "torch_npu.npu.graphs": sub("graphs", "NPU graphs (not emulated)",
-                                    ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables",
-                                     "is_current_stream_capturing")),
-        "torch_npu.npu.mstx": module("torch_npu.npu.mstx", "NPU trace markers: no effect",
-                                     mark=mark, range_start=lambda message="", stream=None, domain="default": 0,
-                                     range_end=lambda range_id, domain="default": None, annotate=annotate),
-        "torch_npu.npu.backends": module("torch_npu.npu.backends", "",
-                                         fft_plan_cache=NotEmulated("torch_npu.npu.backends.fft_plan_cache")),
+        "torch_npu.npu.graphs": sub(
+            "graphs",
+            "NPU graphs (not emulated)",
+            ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing"),
+        ),
+        "torch_npu.npu.mstx": module(
+            "torch_npu.npu.mstx",
+            "NPU trace markers: no effect",
+            mark=mark,
+            range_start=lambda message="", stream=None, domain="default": 0,
+            range_end=lambda range_id, domain="default": None,
+            annotate=annotate,
+        ),
+        "torch_npu.npu.backends": module(
+            "torch_npu.npu.backends", "", fft_plan_cache=NotEmulated("torch_npu.npu.backends.fft_plan_cache")
+        ),
     }
     for qualified, made in modules.items():
         api[qualified.rsplit(".", 1)[1]] = made

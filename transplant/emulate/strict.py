@@ -39,17 +39,22 @@ class Checker:
         self.uses: list[str] = []
         self._own: dict[str, bool] = {}
         paths = sysconfig.get_paths()
-        self._not_own = tuple(os.path.join(os.path.abspath(p), "") for p in
-                              {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-                              | {_TORCH}) + (_HERE,)
+        self._not_own = tuple(
+            os.path.join(os.path.abspath(p), "")
+            for p in {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths} | {_TORCH}
+        ) + (_HERE,)
 
     def _is_own(self, filename: str) -> bool:
         own = self._own.get(filename)
         if own is None:
             path = os.path.abspath(filename)
             parts = path.split(os.sep)
-            own = not (filename.startswith("<") or "site-packages" in parts or "dist-packages" in parts
-                       or path.startswith(self._not_own))
+            own = not (
+                filename.startswith("<")
+                or "site-packages" in parts
+                or "dist-packages" in parts
+                or path.startswith(self._not_own)
+            )
             self._own[filename] = own
         return own
 
@@ -83,8 +88,12 @@ class Checker:
         elif getattr(func, "__self__", None) is _IS_CUDA:
             self.use(".is_cuda")
         for value in (*args, *kwargs.values()):
-            if isinstance(value, str) and _CUDA_DEVICE.match(value) or \
-                    isinstance(value, torch.device) and value.type == "cuda":
+            if (
+                isinstance(value, str)
+                and _CUDA_DEVICE.match(value)
+                or isinstance(value, torch.device)
+                and value.type == "cuda"
+            ):
                 self.use(f"device {str(value)!r} in {getattr(func, '__name__', func)}()")
 
 
@@ -152,4 +161,5 @@ def _no_nccl(checker: Checker, function, position: int):
         if isinstance(backend, str) and "nccl" in backend.lower():
             checker.use(f"the {backend!r} backend")
         return function(*args, **kwargs)
+
     return wrapper

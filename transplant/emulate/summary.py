@@ -58,13 +58,18 @@ class Summary:
             self.names[qualified] = None
 
     def lines(self) -> list[str]:
-        out = [f"transplant emulate: summary: {self.tensors} tensor move{'s' * (self.tensors != 1)} and "
-               f"{self.modules} module move{'s' * (self.modules != 1)} to the NPU"]
+        out = [
+            f"transplant emulate: summary: {self.tensors} tensor move{'s' * (self.tensors != 1)} and "
+            f"{self.modules} module move{'s' * (self.modules != 1)} to the NPU"
+        ]
         if self.places:
             shown = [f"{where} ({what})" for where, what in list(self.places.items())[:SHOWN]]
             more = len(self.places) - SHOWN
-            out.append("transplant emulate:   NPU path first taken at " + ", ".join(shown)
-                       + (f" and {more} more places" if more > 0 else ""))
+            out.append(
+                "transplant emulate:   NPU path first taken at "
+                + ", ".join(shown)
+                + (f" and {more} more places" if more > 0 else "")
+            )
         if self.names:
             out.append(f"transplant emulate:   torch_npu names used ({len(self.names)}): " + ", ".join(self.names))
         return out
@@ -101,6 +106,7 @@ def observer(check):
     def both(func, args, kwargs):
         summary.torch_call(func, args, kwargs)
         check(func, args, kwargs)
+
     return both
 
 

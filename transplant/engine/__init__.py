@@ -26,11 +26,39 @@ from ..records import CODES, Conversion, Record, SourceError
 
 with compiled_dataclasses():  # libcst's node classes and the engine's: see ../codecache.py
     from .bindings import NO_STARS, Bindings, StarNames, analyse_imports
-    from .cst_util import (code_of, dotted_parts, import_asname, import_module_name, is_docstring_stmt,
-                           is_future_import, make_dotted, string_value, target_names)
+    from .cst_util import (
+        code_of,
+        dotted_parts,
+        import_asname,
+        import_module_name,
+        is_docstring_stmt,
+        is_future_import,
+        make_dotted,
+        string_value,
+        target_names,
+    )
     from .driver import convert, parse
     from .positions import node_positions
 
-__all__ = ["CODES", "NO_STARS", "Bindings", "StarNames", "Conversion", "Record", "SourceError", "analyse_imports", "code_of", "convert",
-           "dotted_parts", "import_asname", "import_module_name", "is_docstring_stmt", "is_future_import",
-           "make_dotted", "node_positions", "parse", "string_value", "target_names"]
+__all__ = [
+    "CODES",
+    "NO_STARS",
+    "Bindings",
+    "StarNames",
+    "Conversion",
+    "Record",
+    "SourceError",
+    "analyse_imports",
+    "code_of",
+    "convert",
+    "dotted_parts",
+    "import_asname",
+    "import_module_name",
+    "is_docstring_stmt",
+    "is_future_import",
+    "make_dotted",
+    "node_positions",
+    "parse",
+    "string_value",
+    "target_names",
+]

@@ -26,8 +26,10 @@ class ArgvHandlers(State):
 
     def _argv(self, original_node: cst.List | cst.Tuple, updated_node: cst.List | cst.Tuple):
         elements = list(updated_node.elements)
-        values = [string_value(el.value) if isinstance(el, cst.Element) and isinstance(el.value, cst.SimpleString)
-                  else None for el in original_node.elements]
+        values = [
+            string_value(el.value) if isinstance(el, cst.Element) and isinstance(el.value, cst.SimpleString) else None
+            for el in original_node.elements
+        ]
         changed = False
         for i, value in enumerate(values):
             if value is None:
@@ -46,8 +48,14 @@ class ArgvHandlers(State):
             anchor = original_node.elements[i].value
             what = "device string" if found[1] == "device" else "collective backend"
             # the value is read by the program the list is given to: this file needs no torch_npu for it
-            if self.record(anchor, found[1], f"{what} {old} -> {found[0]} (a command-line argument)", None,
-                           new=new_text, needs_npu=False):
+            if self.record(
+                anchor,
+                found[1],
+                f"{what} {old} -> {found[0]} (a command-line argument)",
+                None,
+                new=new_text,
+                needs_npu=False,
+            ):
                 elements[i] = elements[i].with_changes(value=replace_string(elements[i].value, value, new_text))
                 changed = True
         return updated_node.with_changes(elements=elements) if changed else updated_node

@@ -17,6 +17,7 @@ import libcst as cst
 from ..rules import Rule, RuleSet
 from .cst_util import fix_commas, import_asname, import_module_name, make_dotted
 
+
 @dataclass
 class ImportPlan:
     """What happens to one import statement."""
@@ -107,9 +108,12 @@ def _plan_import(node: cst.Import, rules: RuleSet, b: Bindings) -> None:
                 notes.append(f"{qualified} -> {found[0]}")
         new_aliases.append(alias)
     if changed:
-        b.plans[id(node)] = ImportPlan([node.with_changes(names=new_aliases)], "import " + ", ".join(notes),
-                                       [n for n in b.rewritten if b.original.get(n) and n in bound_locals(node)],
-                                       any(targets_npu(r) for r in rules_used))
+        b.plans[id(node)] = ImportPlan(
+            [node.with_changes(names=new_aliases)],
+            "import " + ", ".join(notes),
+            [n for n in b.rewritten if b.original.get(n) and n in bound_locals(node)],
+            any(targets_npu(r) for r in rules_used),
+        )
 
 
 def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None:
@@ -120,8 +124,12 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
         found = rules.new_name(module)
         if found is not None and found[0] != module:
             # the module itself has a counterpart: the star import takes its names from there
-            b.plans[id(node)] = ImportPlan([node.with_changes(module=make_dotted(found[0]))],
-                                           f"from-import {module}.* -> {found[0]}.*", [], targets_npu(found[1]))
+            b.plans[id(node)] = ImportPlan(
+                [node.with_changes(module=make_dotted(found[0]))],
+                f"from-import {module}.* -> {found[0]}.*",
+                [],
+                targets_npu(found[1]),
+            )
         return
     kept: list[cst.ImportAlias] = []
     moved: dict[str, list[cst.ImportAlias]] = {}
@@ -162,20 +170,21 @@ def _plan_import_from(node: cst.ImportFrom, rules: RuleSet, b: Bindings) -> None
             statements.append(node.with_changes(module=make_dotted(new_module), names=fix_commas(aliases, node.names)))
         else:
             statements.append(cst.ImportFrom(module=make_dotted(new_module), names=fix_commas(aliases)))
-    b.plans[id(node)] = ImportPlan(statements, "from-import " + ", ".join(notes),
-                                   [n for n in bound_locals(node) if n in b.rewritten],
-                                   any(targets_npu(r) for r in rules_used))
+    b.plans[id(node)] = ImportPlan(
+        statements,
+        "from-import " + ", ".join(notes),
+        [n for n in bound_locals(node) if n in b.rewritten],
+        any(targets_npu(r) for r in rules_used),
+    )
 
 
 def _rule_note(rule: Rule) -> str:
     return f" ({rule['message']})" if rule.get("message") else ""
 
 
-
 def targets_npu(rule: Rule) -> bool:
     """Does applying this rename make the file need ``import torch_npu``?"""
     return not rule.user or "torch_npu" in f"{rule.get('parent_module', '')}.{rule.get('new_name', '')}"
-
 
 
 def bound_locals(node: cst.Import | cst.ImportFrom) -> list[str]:
@@ -191,7 +200,6 @@ def bound_locals(node: cst.Import | cst.ImportFrom) -> list[str]:
         else:
             out.append(import_module_name(alias.name).split(".")[0])
     return out
-
 
 
 @dataclass(frozen=True)
@@ -221,8 +229,12 @@ def apply_stars(b: Bindings, stars: StarNames) -> cst.ImportFrom | None:
     if FREE_ROOT in b.original:
         return None
     for node in b.import_nodes:
-        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar) \
-                and star_module(node) not in stars.resolved and star_module(node) != "__future__":
+        if (
+            isinstance(node, cst.ImportFrom)
+            and isinstance(node.names, cst.ImportStar)
+            and star_module(node) not in stars.resolved
+            and star_module(node) != "__future__"
+        ):
             b.original[FREE_ROOT] = FREE_ROOT
             return node
     return None

@@ -17,8 +17,15 @@ import libcst as cst
 from ..rules import Rule
 from .commands import RUNNERS
 from .cst_util import code_of, dotted_parts, make_dotted, string_value
-from .literals import BACKEND_NAME, DEVICE_NAME, GENERIC_DEVICE_KEYWORDS, is_device_template, replace_literal, \
-    rewrite_backend_expr, rewrite_device_expr
+from .literals import (
+    BACKEND_NAME,
+    DEVICE_NAME,
+    GENERIC_DEVICE_KEYWORDS,
+    is_device_template,
+    replace_literal,
+    rewrite_backend_expr,
+    rewrite_device_expr,
+)
 from .device_tests import PREFIX_METHODS
 from .state import State
 
@@ -36,8 +43,11 @@ class CallHandlers(State):
         qualified = self.resolve(func)
         # x.cuda() is a method call also when x comes from an import ("from models import net"),
         # unless a name rule rewrote the callee (torch.cuda.synchronize)
-        method = (func.attr.value if isinstance(func, cst.Attribute)
-                  and (qualified is None or id(func) not in self.replacements) else None)
+        method = (
+            func.attr.value
+            if isinstance(func, cst.Attribute) and (qualified is None or id(func) not in self.replacements)
+            else None
+        )
         bare = None
         parts = dotted_parts(func)
         if parts is not None:
@@ -80,16 +90,26 @@ class CallHandlers(State):
             if self.record(func.attr, "method", f".{method}() -> .{new}()", method_rule, api=method, new=new):
                 new_func = new_func.with_changes(attr=cst.Name(new))
                 changed = True
-        elif method is not None and method in self.rules.unsupported_method and (
-                qualified is None or qualified == self.rules.unsupported_method[method]["name"]):
+        elif (
+            method is not None
+            and method in self.rules.unsupported_method
+            and (qualified is None or qualified == self.rules.unsupported_method[method]["name"])
+        ):
             # "torch.Tensor.to_dense" matched as x.to_dense(): a guess unless the receiver is evidently
             # a tensor. A call through an import (torch.unique_consecutive, statistics.mode) is a function.
             self._method_finding(func, self.rules.unsupported_method[method], qualified)  # receivers.py
         # A bare (seed-style) name matches the last name of a call: f(...), x.f(...), mod.f(...).
         # A plain f(...) whose f an import binds is left alone: renaming the call alone would break it.
-        last = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
-        if (method_rule is None and last is not None and last in self.rules.rename_bare
-                and id(func) not in self.replacements and (isinstance(func, cst.Attribute) or qualified is None)):
+        last = (
+            func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
+        )
+        if (
+            method_rule is None
+            and last is not None
+            and last in self.rules.rename_bare
+            and id(func) not in self.replacements
+            and (isinstance(func, cst.Attribute) or qualified is None)
+        ):
             rule = self.rules.rename_bare[last]
             new = rule["new_name"]
             anchor = func.attr if isinstance(func, cst.Attribute) else func
@@ -141,8 +161,9 @@ class CallHandlers(State):
             if rule.get("new_name") is None:
                 self._env_finding(call.args[i].keyword, old, rule)  # values.py
                 continue
-            if self.record(call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old,
-                           new=rule["new_name"]):
+            if self.record(
+                call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old, new=rule["new_name"]
+            ):
                 args[i] = arg.with_changes(keyword=cst.Name(rule["new_name"]))
                 changed = True
         return changed
@@ -178,11 +199,19 @@ class CallHandlers(State):
             if replaced is None:
                 if not _is_constant(original_value) and not self._carried(original_value):
                     # use_cuda=self._use_cuda: its value is not known here, and no rule sees where it is set
-                    name = arg.keyword.value if arg.keyword else rule.get("arg_name") or f"argument {rule.get('arg_idx')}"
+                    name = (
+                        arg.keyword.value if arg.keyword else rule.get("arg_name") or f"argument {rule.get('arg_idx')}"
+                    )
                     target = f"{rule['new_arg_name']}={new_text}" if rule.get("new_arg_name") else new_text
-                    self.record(original_value, "unsupported", f"{rule['func_name']}: {name} is given as an expression, "
-                                f"not a constant; where it is {rule['arg_old']}, NPU needs {target} instead", rule,
-                                api=rule["func_name"], level="warning")
+                    self.record(
+                        original_value,
+                        "unsupported",
+                        f"{rule['func_name']}: {name} is given as an expression, "
+                        f"not a constant; where it is {rule['arg_old']}, NPU needs {target} instead",
+                        rule,
+                        api=rule["func_name"],
+                        level="warning",
+                    )
                 return False
         else:
             if self._code(arg.value).strip() == new_text.strip():
@@ -194,21 +223,34 @@ class CallHandlers(State):
                     return False  # already the new value, in another quote style
                 if isinstance(arg.value, cst.SimpleString) and new_value.isidentifier():
                     # keep the user's prefix and quote style
-                    replaced = arg.value.with_changes(value=arg.value.prefix + arg.value.quote + new_value + arg.value.quote)
+                    replaced = arg.value.with_changes(
+                        value=arg.value.prefix + arg.value.quote + new_value + arg.value.quote
+                    )
         new_keyword = rule.get("new_arg_name")
         label = f"{rule['func_name']}: argument {arg.keyword.value if arg.keyword else rule.get('arg_idx')}"
         if new_keyword and arg.keyword is None and i != len(args) - 1:
             # a positional argument followed by others cannot become a keyword: say what to do
-            self.record(original_value, "unsupported", f"{label} is given by position before other arguments, so it "
-                        f"cannot become {new_keyword}={new_text} here; rewrite the call with keywords", rule,
-                        api=rule["func_name"], level="warning")
+            self.record(
+                original_value,
+                "unsupported",
+                f"{label} is given by position before other arguments, so it "
+                f"cannot become {new_keyword}={new_text} here; rewrite the call with keywords",
+                rule,
+                api=rule["func_name"],
+                level="warning",
+            )
             return False
-        if not self.record(original_value, "args", f"{label} -> {new_text}", rule, api=rule["func_name"],
-                           new=code_of(replaced)):
+        if not self.record(
+            original_value, "args", f"{label} -> {new_text}", rule, api=rule["func_name"], new=code_of(replaced)
+        ):
             return False
         if new_keyword and (arg.keyword is None or arg.keyword.value != new_keyword):
-            arg = arg.with_changes(keyword=cst.Name(new_keyword), equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+            arg = arg.with_changes(
+                keyword=cst.Name(new_keyword),
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                ),
+            )
         args[i] = arg.with_changes(value=replaced)
         for module in rule.get("imports", []):
             if self.b.original.get(module.split(".")[0]) is None:
@@ -245,8 +287,9 @@ class CallHandlers(State):
             else:
                 rule_here = rule
             new = rewrite_device_expr(arg.value)
-            if new is not None and self.record(call.args[i].value, "device", "device string cuda -> npu", rule_here,
-                                               new=code_of(new)):
+            if new is not None and self.record(
+                call.args[i].value, "device", "device string cuda -> npu", rule_here, new=code_of(new)
+            ):
                 args[i] = arg.with_changes(value=new)
                 changed = True
             elif new is None and bare == "add_argument" and arg.keyword is not None:

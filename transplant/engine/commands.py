@@ -81,13 +81,21 @@ class CommandHandlers(State):
                     updated = updated.with_changes(func=updated.func.with_changes(value=new))
                 _set_arg(args, index, updated)
 
-            return self._text_command(node.args[0].value if by_shlex else node.func.value, qualified, captured,
-                                      shell=False, split=True, replace=replace_inside)
-        return self._text_command(node, qualified, captured, shell=shell, split=False,
-                                  replace=lambda new: _set_arg(args, index, new))
+            return self._text_command(
+                node.args[0].value if by_shlex else node.func.value,
+                qualified,
+                captured,
+                shell=False,
+                split=True,
+                replace=replace_inside,
+            )
+        return self._text_command(
+            node, qualified, captured, shell=shell, split=False, replace=lambda new: _set_arg(args, index, new)
+        )
 
-    def _text_command(self, node: cst.BaseExpression, qualified: str, captured: bool, *, shell: bool | None,
-                      split: bool, replace) -> bool:
+    def _text_command(
+        self, node: cst.BaseExpression, qualified: str, captured: bool, *, shell: bool | None, split: bool, replace
+    ) -> bool:
         """A command given as text: shell text, a program name, or a string ``shlex.split`` cuts."""
         text, literal = _text(node)
         if text is None:
@@ -102,9 +110,15 @@ class CommandHandlers(State):
                     new_node = _string_like(node, new)  # a shell's text, shlex.split("npu-smi info")
                 else:  # the string names the program: the new command's words become a list
                     words = _words(new)
-                    new_node = cst.List([cst.Element(_string_like(node, word), comma=cst.Comma(
-                        whitespace_after=cst.SimpleWhitespace(" "))) for word in words[:-1]]
-                        + [cst.Element(_string_like(node, words[-1]))])
+                    new_node = cst.List(
+                        [
+                            cst.Element(
+                                _string_like(node, word), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                            )
+                            for word in words[:-1]
+                        ]
+                        + [cst.Element(_string_like(node, words[-1]))]
+                    )
                 if self._command_fix(node, name, new, rule, code_of_node=new_node):
                     replace(new_node)
                     changed = True
@@ -112,8 +126,16 @@ class CommandHandlers(State):
             self._command_finding(node, name, rule, qualified, captured and exact and bool(new))
         return changed
 
-    def _argv_command(self, call: cst.Call, index: int, args: list[cst.Arg], node: cst.BaseExpression, form: str,
-                      captured: bool, qualified: str) -> bool:
+    def _argv_command(
+        self,
+        call: cst.Call,
+        index: int,
+        args: list[cst.Arg],
+        node: cst.BaseExpression,
+        form: str,
+        captured: bool,
+        qualified: str,
+    ) -> bool:
         """A command given as its program and arguments: a list or tuple, or (``argv``) the call's
         positional arguments. ``captured``: it is not safe to replace (the program may read the output)."""
         reads_output = captured and (RUNNERS[qualified][1] or _captures(call, self.resolve))
@@ -138,9 +160,13 @@ class CommandHandlers(State):
         words = _words(new) if new else None
         if exact and words and not captured and form != "argv":
             first = elements[0]
-            new_node = node.with_changes(elements=[
-                cst.Element(_string_like(first, word), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                for word in words[:-1]] + [cst.Element(_string_like(first, words[-1]))])
+            new_node = node.with_changes(
+                elements=[
+                    cst.Element(_string_like(first, word), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    for word in words[:-1]
+                ]
+                + [cst.Element(_string_like(first, words[-1]))]
+            )
             if isinstance(node, cst.Tuple) and len(words) == 1:
                 new_node = new_node.with_changes(elements=[new_node.elements[0].with_changes(comma=cst.Comma())])
             if self._command_fix(elements[0], name, new, rule, code_of_node=new_node):
@@ -168,24 +194,48 @@ class CommandHandlers(State):
         else:
             anchor = value
             text, _ = _text(value)
-            found = [] if text is None else [n for n, *_ in command_uses(text.encode("utf-8", "surrogatepass"),
-                                                                          self.rules)]
+            found = (
+                [] if text is None else [n for n, *_ in command_uses(text.encode("utf-8", "surrogatepass"), self.rules)]
+            )
         for name in found:
             rule = self.rules.commands[name]
-            self.record(anchor, "project_file", f"{name}: {rule.get('message', 'CUDA-only command')}; this variable "
-                        f"is run as a command in this file", rule, api=name, level="warning", operation="shell command")
+            self.record(
+                anchor,
+                "project_file",
+                f"{name}: {rule.get('message', 'CUDA-only command')}; this variable is run as a command in this file",
+                rule,
+                api=name,
+                level="warning",
+                operation="shell command",
+            )
 
     def _command_fix(self, anchor: cst.CSTNode, name: str, new: str, rule: Rule, *, code_of_node: cst.CSTNode) -> bool:
-        return self.record(anchor, "command", f"{name} -> {new}", rule, api=name, new=self.module.code_for_node(code_of_node),
-                           needs_npu=False)
+        return self.record(
+            anchor,
+            "command",
+            f"{name} -> {new}",
+            rule,
+            api=name,
+            new=self.module.code_for_node(code_of_node),
+            needs_npu=False,
+        )
 
     def _command_finding(self, anchor: cst.CSTNode, name: str, rule: Rule, qualified: str, output_read: bool) -> None:
         why = ""
         if output_read:
-            why = (f"; {qualified} gives its output to the program, and {rule['new_name']} prints another format: "
-                   f"port what reads it")
-        self.record(anchor, "project_file", f"{name}: {rule.get('message', 'CUDA-only command')}{why}", rule, api=name,
-                    level="warning", operation="shell command")
+            why = (
+                f"; {qualified} gives its output to the program, and {rule['new_name']} prints another format: "
+                f"port what reads it"
+            )
+        self.record(
+            anchor,
+            "project_file",
+            f"{name}: {rule.get('message', 'CUDA-only command')}{why}",
+            rule,
+            api=name,
+            level="warning",
+            operation="shell command",
+        )
 
 
 def _command_index(call: cst.Call) -> int | None:
@@ -222,8 +272,11 @@ def _captures(call: cst.Call, resolve) -> bool:
             return True
         if arg.keyword is not None and arg.keyword.value in _CAPTURE_KEYWORDS:
             value = arg.value
-            if not (isinstance(value, cst.Name) and value.value in ("None", "False")
-                    or resolve(value) == "subprocess.DEVNULL"):
+            if not (
+                isinstance(value, cst.Name)
+                and value.value in ("None", "False")
+                or resolve(value) == "subprocess.DEVNULL"
+            ):
                 return True
     return False
 
@@ -233,8 +286,12 @@ def _splits(node: cst.Call, qualified: str | None) -> bool:
     if qualified == "shlex.split":
         return bool(node.args) and node.args[0].keyword is None
     func = node.func
-    return (isinstance(func, cst.Attribute) and func.attr.value == "split" and not node.args
-            and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)))
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "split"
+        and not node.args
+        and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+    )
 
 
 def _text(node: cst.BaseExpression) -> tuple[str | None, bool]:
@@ -262,8 +319,12 @@ def _text(node: cst.BaseExpression) -> tuple[str | None, bool]:
             return left, False
         right, _ = _text(node.right)
         return left + _HOLE + (right or _HOLE), False
-    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format"
-            and isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString))):
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+        and isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
         text, _ = _text(node.func.value)
         return text, False
     return None, False
@@ -291,4 +352,3 @@ def _words(command: str) -> list[str] | None:
 
 def _set_arg(args: list[cst.Arg], index: int, value: cst.BaseExpression) -> None:
     args[index] = args[index].with_changes(value=value)
-

@@ -67,8 +67,8 @@ def replace_string(node: cst.SimpleString, old: str, new: str) -> cst.SimpleStri
     """Replace the first ``old`` in the literal's body, keeping prefix and quotes."""
     raw = node.value
     prefix_len = len(node.prefix) + len(node.quote)
-    body = raw[prefix_len: len(raw) - len(node.quote)]
-    return node.with_changes(value=raw[:prefix_len] + body.replace(old, new, 1) + raw[len(raw) - len(node.quote):])
+    body = raw[prefix_len : len(raw) - len(node.quote)]
+    return node.with_changes(value=raw[:prefix_len] + body.replace(old, new, 1) + raw[len(raw) - len(node.quote) :])
 
 
 def is_docstring_stmt(stmt: cst.CSTNode) -> bool:
@@ -81,12 +81,10 @@ def is_docstring_stmt(stmt: cst.CSTNode) -> bool:
 
 
 def is_future_import(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and any(isinstance(s, cst.ImportFrom) and s.module is not None
-                and import_module_name(s.module) == "__future__" for s in stmt.body)
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.ImportFrom) and s.module is not None and import_module_name(s.module) == "__future__"
+        for s in stmt.body
     )
-
 
 
 def target_names(node: cst.BaseExpression) -> set[str]:
@@ -100,27 +98,29 @@ def target_names(node: cst.BaseExpression) -> set[str]:
     return set()
 
 
-
 def import_asname(alias: cst.ImportAlias) -> str | None:
     """The name an ``as`` clause binds, or None when the alias has none."""
     asname = alias.asname
     return asname.name.value if asname is not None and isinstance(asname.name, cst.Name) else None
 
 
-
-def fix_commas(aliases: list[cst.ImportAlias], original: Sequence[cst.ImportAlias] | None = None) -> list[cst.ImportAlias]:
+def fix_commas(
+    aliases: list[cst.ImportAlias], original: Sequence[cst.ImportAlias] | None = None
+) -> list[cst.ImportAlias]:
     """Keep the original commas when the alias list keeps its length, else normalise them."""
     if original is not None and len(original) == len(aliases):
         return [a.with_changes(comma=o.comma) for a, o in zip(aliases, original)]
     out = []
     for i, alias in enumerate(aliases):
         last = i == len(aliases) - 1
-        out.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+        out.append(
+            alias.with_changes(
+                comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+        )
     return out
-
 
 
 def first_line(code: str) -> str:
     code = code.strip()
     return code.splitlines()[0] if code else ""
-

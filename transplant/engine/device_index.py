@@ -39,8 +39,11 @@ class DeviceIndexHandlers(State):
         if not self.rules.index_devices:
             return
         for statement in node.body:
-            if isinstance(statement, cst.Assign) and _index(statement.value) and any(
-                    _device_name(target.target) for target in statement.targets):
+            if (
+                isinstance(statement, cst.Assign)
+                and _index(statement.value)
+                and any(_device_name(target.target) for target in statement.targets)
+            ):
                 self.index_uses.append(statement.value)
             elif isinstance(statement, cst.AnnAssign) and _index(statement.value) and _device_name(statement.target):
                 self.index_uses.append(statement.value)
@@ -51,8 +54,14 @@ class DeviceIndexHandlers(State):
             return
         for i, arg in enumerate(node.args):
             keyword = arg.keyword.value if arg.keyword is not None else None
-            if _index(arg.value) and (keyword is not None and INDEX_NAME.search(keyword) or keyword is None and i == 0
-                                      and isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"):
+            if _index(arg.value) and (
+                keyword is not None
+                and INDEX_NAME.search(keyword)
+                or keyword is None
+                and i == 0
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "to"
+            ):
                 self.index_uses.append(arg.value)
 
 
@@ -64,10 +73,14 @@ def finish(state: State, uses_torch: bool, has_torch_npu: bool) -> None:
     first = state.index_uses[0]
     index = first.value
     if state.rules.autoload:
-        message = (f"device index {index} is NPU {index} once torch_npu is loaded: PyTorch loads it by itself "
-                   "(device-extension autoload, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
+        message = (
+            f"device index {index} is NPU {index} once torch_npu is loaded: PyTorch loads it by itself "
+            "(device-extension autoload, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)"
+        )
     else:
-        message = (f"device index {index} is NPU {index} once torch_npu is loaded: this PyTorch does not load it "
-                   "by itself, so `import torch_npu` is added")
+        message = (
+            f"device index {index} is NPU {index} once torch_npu is loaded: this PyTorch does not load it "
+            "by itself, so `import torch_npu` is added"
+        )
     if state.record(first, "device", message, None, api=index, level="note") and not state.rules.autoload:
         state.needs_npu = True

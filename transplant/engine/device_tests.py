@@ -90,12 +90,18 @@ class DeviceTestHandlers(ValueHandlers):
         """``<device>.startswith("cuda")`` / ``("cuda:", ...)``, and the prefix parsed off a device,
         ``str(device).replace("cuda:", "")``, ``device.removeprefix("cuda:")``: the prefix becomes "npu"."""
         func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in PREFIX_METHODS and args
-                and args[0].keyword is None and self._device_operand(func.value)):
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in PREFIX_METHODS
+            and args
+            and args[0].keyword is None
+            and self._device_operand(func.value)
+        ):
             return False
         new = rewrite_device_prefix(args[0].value)
-        if new is None or not self.record(call.args[0].value, "device", "device string cuda -> npu", None,
-                                          new=code_of(new)):
+        if new is None or not self.record(
+            call.args[0].value, "device", "device string cuda -> npu", None, new=code_of(new)
+        ):
             return False
         args[0] = args[0].with_changes(value=new)
         return True
@@ -142,12 +148,18 @@ class DeviceTestHandlers(ValueHandlers):
         elements = list(updated_node.elements)
         changed = False
         for i, (original, el) in enumerate(zip(original_node.elements, updated_node.elements)):
-            if (keys[i] is None or not DEVICE_STR.match(keys[i]) or not isinstance(el, cst.DictElement)
-                    or string_value(original.value) != "nccl" or not isinstance(el.key, cst.SimpleString)):
+            if (
+                keys[i] is None
+                or not DEVICE_STR.match(keys[i])
+                or not isinstance(el, cst.DictElement)
+                or string_value(original.value) != "nccl"
+                or not isinstance(el.key, cst.SimpleString)
+            ):
                 continue
             new_key = replace_string(el.key, "cuda", "npu")
-            if not self.record(original.key, "device", "device type of a backend mapping cuda -> npu", None,
-                               new=code_of(new_key)):
+            if not self.record(
+                original.key, "device", "device type of a backend mapping cuda -> npu", None, new=code_of(new_key)
+            ):
                 continue
             value = self._backend_value(el.value, original.value)
             elements[i] = el.with_changes(key=new_key, value=value if value is not None else el.value)

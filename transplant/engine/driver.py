@@ -24,14 +24,22 @@ from .bindings import NO_STARS, StarNames, analyse_imports, apply_stars, star_mo
 from .cst_util import first_line
 from .device_index import finish as finish_index_devices
 from .flow import flow_of
-from .imports import ImportPruner, imports_module, pruned_aliases, imports_torch_cuda, insert_imports, insertion_anchor, \
-    insertion_index
+from .imports import (
+    ImportPruner,
+    imports_module,
+    pruned_aliases,
+    imports_torch_cuda,
+    insert_imports,
+    insertion_anchor,
+    insertion_index,
+)
 from .device_sets import device_families
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
 from .placement import earliest_index, module_binding
 from .positions import node_positions, positions_and_code
 from .state import Pending
 from .transformer import Converter
+
 
 def parse(source: bytes) -> cst.Module:
     """The libcst module of ``source``; SourceError when it cannot be parsed."""
@@ -123,24 +131,41 @@ def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: Proj
     return guards.apply(result, skip) if guards is not None else result
 
 
-def _convert(module: cst.Module, rules: RuleSet, skip: set[int], skel: Skeleton | None,
-             source: bytes | None = None, *, stars: StarNames = NO_STARS, guards: Guards | None = None) -> Conversion:
+def _convert(
+    module: cst.Module,
+    rules: RuleSet,
+    skip: set[int],
+    skel: Skeleton | None,
+    source: bytes | None = None,
+    *,
+    stars: StarNames = NO_STARS,
+    guards: Guards | None = None,
+) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
     so are the changes inside what ``guards`` keeps."""
     excluded: set[int] = set()
     for _attempt in range(4):
-        result, hit = _convert_once(module, rules, excluded, skip, skel, skel.text if skel is not None else source,
-                                    stars=stars, guards=guards)
+        result, hit = _convert_once(
+            module, rules, excluded, skip, skel, skel.text if skel is not None else source, stars=stars, guards=guards
+        )
         if not hit:
             break
         excluded |= hit
     return result
 
 
-def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: set[int],
-                  skel: Skeleton | None = None, source: bytes | None = None, *,
-                  stars: StarNames = NO_STARS, guards: Guards | None = None) -> tuple[Conversion, set[int]]:
+def _convert_once(
+    module: cst.Module,
+    rules: RuleSet,
+    excluded: set[int],
+    skip: set[int],
+    skel: Skeleton | None = None,
+    source: bytes | None = None,
+    *,
+    stars: StarNames = NO_STARS,
+    guards: Guards | None = None,
+) -> tuple[Conversion, set[int]]:
     """One conversion of ``module``, whose source is ``source`` (when known)."""
     bindings = analyse_imports(module, rules)
     assumed_at = apply_stars(bindings, stars)  # the star import a free ``torch`` is taken from, if any
@@ -166,8 +191,9 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         new_module = module.visit(conv)
     except RecursionError:
         raise SourceError("source is nested too deeply to convert") from None
-    finish_index_devices(conv, any(q.split(".")[0] == "torch" for q in bindings.original.values()),
-                         imports_module(bindings, "torch_npu"))
+    finish_index_devices(
+        conv, any(q.split(".")[0] == "torch" for q in bindings.original.values()), imports_module(bindings, "torch_npu")
+    )
     if (shim := conv.shim_note()) is not None:  # another backend's layer over torch.cuda: left whole
         conv.pending, conv.touched, conv.needs_npu, conv.needs_imports = [shim], set(), False, set()
     else:
@@ -180,9 +206,24 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     pending = [p for p in conv.pending if id(p.anchor) not in gone]
     if assumed_at is not None and any(p.level == "fix" for p in pending):
         module_text = star_module(assumed_at)
-        pending.append(Pending(assumed_at, Record(
-            0, 0, 0, 0, CODES["note"], "note", "", f"torch is used in this file without an import of its own: it is "
-            f"taken as the torch module, assumed to come from `from {module_text} import *`", "builtin", api="torch")))
+        pending.append(
+            Pending(
+                assumed_at,
+                Record(
+                    0,
+                    0,
+                    0,
+                    0,
+                    CODES["note"],
+                    "note",
+                    "",
+                    f"torch is used in this file without an import of its own: it is "
+                    f"taken as the torch module, assumed to come from `from {module_text} import *`",
+                    "builtin",
+                    api="torch",
+                ),
+            )
+        )
     if not pending:
         return Conversion(None, []), set()
 
@@ -195,12 +236,14 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     elif source is not None and not source.endswith(b"\r"):
         # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
         # is the source, and code generation can stop once the last record is placed
-        positions = node_positions(module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor,
-                                            *module.body[:index]])
+        positions = node_positions(
+            module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor, *module.body[:index]]
+        )
         original_bytes = source
     else:
-        positions, original_code = positions_and_code(module, [*(p.anchor for p in pending), *bindings.import_nodes,
-                                                               *anchor, *module.body[:index]])
+        positions, original_code = positions_and_code(
+            module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor, *module.body[:index]]
+        )
         original_bytes = original_code.encode(module.encoding)
     # new imports go before the first top-level statement that uses torch_npu, if that comes earlier
     first_use = min((positions[id(a)][0] for a in conv.npu_uses if id(a) in positions), default=None)
@@ -213,18 +256,26 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         positions = {key: skel.position(pos) for key, pos in positions.items()}
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
     if guards is not None:
-        hit |= {id(p.anchor) for p in pending if p.level == "fix" and id(p.anchor) in positions
-                and guards.keeps(positions[id(p.anchor)])}
+        hit |= {
+            id(p.anchor)
+            for p in pending
+            if p.level == "fix" and id(p.anchor) in positions and guards.keeps(positions[id(p.anchor)])
+        }
         # an import whose rewrite would change a name a kept test uses (from torch.cuda import is_available)
-        hit |= {id(node) for node in bindings.import_nodes if id(node) in bindings.plans
-                and guards.names.intersection(bindings.plans[id(node)].names)}
+        hit |= {
+            id(node)
+            for node in bindings.import_nodes
+            if id(node) in bindings.plans and guards.names.intersection(bindings.plans[id(node)].names)
+        }
     if hit:
         return Conversion(None, []), hit
 
     records = [
-        dataclasses.replace(p.record, **dict(zip(("line", "col", "end_line", "end_col"),
-                                                 positions.get(id(p.anchor), (1, 1, 1, 1)))),
-                            old=first_line(module.code_for_node(p.anchor)))
+        dataclasses.replace(
+            p.record,
+            **dict(zip(("line", "col", "end_line", "end_col"), positions.get(id(p.anchor), (1, 1, 1, 1)))),
+            old=first_line(module.code_for_node(p.anchor)),
+        )
         for p in pending
     ]
     if not any(r.is_change for r in records) and not conv.needs_npu:
@@ -233,11 +284,17 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
     # imports are added before pruning, so an anchor statement that pruning removes is still there
     # an import inside a function, a class or an if branch binds nothing elsewhere (placement.py)
     # and one below the first use binds nothing before it
-    to_import = [name for name in sorted(conv.needs_imports)
-                 if not (imports_module(bindings, name) and module_binding(module.body, name) is not None)]
+    to_import = [
+        name
+        for name in sorted(conv.needs_imports)
+        if not (imports_module(bindings, name) and module_binding(module.body, name) is not None)
+    ]
     npu_import = module_binding(module.body, "torch_npu")
-    if conv.needs_npu and not (imports_module(bindings, "torch_npu") and npu_import is not None and (
-            first_use is None or positions.get(id(npu_import), (0,))[0] < first_use)):
+    if conv.needs_npu and not (
+        imports_module(bindings, "torch_npu")
+        and npu_import is not None
+        and (first_use is None or positions.get(id(npu_import), (0,))[0] < first_use)
+    ):
         # torch_npu right after torch when both are added
         to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
     if to_import:
@@ -248,8 +305,21 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
         line = positions.get(id(anchor[0]), positions.get(id(module.body[index - 1]), (1,)))[0] if anchor else 1
         # (the line of the statement they follow)
         for name in to_import:
-            records.append(Record(line, 1, line, 1, CODES["import"], "fix", OPERATION["import"],
-                                  f"add import {name}", "builtin", api=name, new=f"import {name}"))
+            records.append(
+                Record(
+                    line,
+                    1,
+                    line,
+                    1,
+                    CODES["import"],
+                    "fix",
+                    OPERATION["import"],
+                    f"add import {name}",
+                    "builtin",
+                    api=name,
+                    new=f"import {name}",
+                )
+            )
     replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
     if unused or (replace_torch_cuda and imports_torch_cuda(bindings)):  # else the pruner has nothing to remove
         pruner = ImportPruner(unused, bindings, replace_torch_cuda)
@@ -261,9 +331,17 @@ def _convert_once(module: cst.Module, rules: RuleSet, excluded: set[int], skip: 
             notes = [(n, found) for n, found in notes if found]
             for node, found in notes:
                 line = positions.get(id(node), (1, 1, 1, 1))
-                records.append(Record(*line, code=CODES["import"], level="fix", operation=OPERATION["import"],
-                                      message="remove import of the old namespace: " + "; ".join(found),
-                                      rule="builtin", old=first_line(module.code_for_node(node))))
+                records.append(
+                    Record(
+                        *line,
+                        code=CODES["import"],
+                        level="fix",
+                        operation=OPERATION["import"],
+                        message="remove import of the old namespace: " + "; ".join(found),
+                        rule="builtin",
+                        old=first_line(module.code_for_node(node)),
+                    )
+                )
     new_bytes = new_module.bytes
     if new_bytes == original_bytes:  # module.bytes, without generating it again
         return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
@@ -278,7 +356,6 @@ def _used_in_folds(unused: set[str], skel: Skeleton) -> bool:
     """Might an import whose every use in the skeleton was rewritten away (``unused``) still be
     used in a folded statement? Only the whole source can count its uses then."""
     return any(name.encode() in words for name in unused for words in skel.words)
-
 
 
 def _order(r: Record) -> tuple[int, int, str]:

@@ -23,8 +23,10 @@ DEVICE_USE = re.compile(rb"(?:\bdevice\s*\(|\.to\s*\(|\b(?:device|map_location|d
 BACKEND_USE = re.compile(rb"(?:\binit_process_group\s*\(|\bbackend\s*=(?!=))\s*" + _NAME)
 # the command argument of the runners of commands.py: first, or args=/cmd=, maybe split into words
 _RUNNER = rb"\b(?:system|popen|getoutput|getstatusoutput|run|call|check_call|check_output|Popen|create_subprocess_shell|create_subprocess_exec)"
-COMMAND_USE = re.compile(_RUNNER + rb"\s*\(\s*(?:(?:args|cmd|command)\s*=\s*)?(?:shlex\s*\.\s*split\s*\(\s*)?"
-                         rb"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.\s*split\s*\(\s*\)\s*)?\)?\s*[,)]")
+COMMAND_USE = re.compile(
+    _RUNNER + rb"\s*\(\s*(?:(?:args|cmd|command)\s*=\s*)?(?:shlex\s*\.\s*split\s*\(\s*)?"
+    rb"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.\s*split\s*\(\s*\)\s*)?\)?\s*[,)]"
+)
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,21 @@ NO_FLOW = Flow()
 def flow_of(text: bytes) -> Flow:
     """The names ``text`` (a whole source) passes as a device, as a collective backend or as a command."""
     # every runner is spelled with one of these, in its call or in the import that binds it
-    commands = frozenset(m.group(1).decode() for m in COMMAND_USE.finditer(text)) if (
-        b"subprocess" in text or b"system" in text or b"popen" in text) else frozenset()
-    if b"device" not in text and b".to" not in text and b"map_location" not in text and b"backend" not in text \
-            and b"init_process_group" not in text:
+    commands = (
+        frozenset(m.group(1).decode() for m in COMMAND_USE.finditer(text))
+        if (b"subprocess" in text or b"system" in text or b"popen" in text)
+        else frozenset()
+    )
+    if (
+        b"device" not in text
+        and b".to" not in text
+        and b"map_location" not in text
+        and b"backend" not in text
+        and b"init_process_group" not in text
+    ):
         return Flow(commands=commands) if commands else NO_FLOW
-    return Flow(frozenset(m.group(1).decode() for m in DEVICE_USE.finditer(text)),
-                frozenset(m.group(1).decode() for m in BACKEND_USE.finditer(text)), commands)
+    return Flow(
+        frozenset(m.group(1).decode() for m in DEVICE_USE.finditer(text)),
+        frozenset(m.group(1).decode() for m in BACKEND_USE.finditer(text)),
+        commands,
+    )

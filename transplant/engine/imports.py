@@ -13,24 +13,21 @@ from typing import Sequence
 import libcst as cst
 
 from .bindings import Bindings
-from .cst_util import fix_commas, import_asname, import_module_name, is_docstring_stmt, is_future_import, \
-    make_dotted
+from .cst_util import fix_commas, import_asname, import_module_name, is_docstring_stmt, is_future_import, make_dotted
 from .state import State
 
 
 class ImportHandlers(State):
     """Applies each import statement's plan during the traversal."""
 
-    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
-                                  updated_node: cst.SimpleStatementLine):
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine):
         plans = [(i, self.b.plans.get(id(s))) for i, s in enumerate(original_node.body)]
         if not any(p is not None for _, p in plans):
             return updated_node
         new_body: list[cst.BaseSmallStatement] = []
         for (i, plan), small in zip(plans, updated_node.body):
             original_small = original_node.body[i]
-            if plan is not None and self.record(original_small, "import", plan.message, None,
-                                                needs_npu=plan.needs_npu):
+            if plan is not None and self.record(original_small, "import", plan.message, None, needs_npu=plan.needs_npu):
                 new_body.extend(plan.new_nodes)
             else:
                 new_body.append(small)
@@ -38,10 +35,14 @@ class ImportHandlers(State):
             return updated_node.with_changes(body=new_body)
         if len(original_node.body) == 1:
             lines = [updated_node.with_changes(body=[new_body[0].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])]
-            lines += [cst.SimpleStatementLine(body=[s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for s in new_body[1:]]
+            lines += [
+                cst.SimpleStatementLine(body=[s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+                for s in new_body[1:]
+            ]
             return cst.FlattenSentinel(lines)
-        fixed = [s.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
-                 for s in new_body[:-1]] + [new_body[-1]]
+        fixed = [
+            s.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" "))) for s in new_body[:-1]
+        ] + [new_body[-1]]
         return updated_node.with_changes(body=fixed)
 
 
@@ -52,7 +53,8 @@ class ImportPruner(cst.CSTTransformer):
         super().__init__()
         self.unused = unused
         self.plain_torch = any(
-            isinstance(n, cst.Import) and any(a.asname is None and import_module_name(a.name) == "torch" for a in n.names)
+            isinstance(n, cst.Import)
+            and any(a.asname is None and import_module_name(a.name) == "torch" for a in n.names)
             for n in bindings.import_nodes
         )
         self.replace_torch_cuda = replace_torch_cuda
@@ -68,7 +70,9 @@ class ImportPruner(cst.CSTTransformer):
         return self.removed[before:]
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(node, (cst.Import, cst.ImportFrom)):
+        if isinstance(node, (cst.BaseExpression, cst.BaseSmallStatement)) and not isinstance(
+            node, (cst.Import, cst.ImportFrom)
+        ):
             return False
         return super().on_visit(node)
 
@@ -90,15 +94,16 @@ class ImportPruner(cst.CSTTransformer):
             keep.append(alias)
         if not keep:
             return cst.RemoveFromParent()
-        return updated_node.with_changes(names=fix_commas(keep, updated_node.names if len(keep) == len(updated_node.names) else None))
+        return updated_node.with_changes(
+            names=fix_commas(keep, updated_node.names if len(keep) == len(updated_node.names) else None)
+        )
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         keep = []
         for alias in updated_node.names:
-            local = import_asname(alias) or (
-                alias.name.value if isinstance(alias.name, cst.Name) else None)
+            local = import_asname(alias) or (alias.name.value if isinstance(alias.name, cst.Name) else None)
             if local is not None and local in self.unused:
                 self.removed.append(f"from {import_module_name(updated_node.module)} import {local}")
                 continue
@@ -149,8 +154,13 @@ _REMOVED = "__transplant_removed_import__"
 
 
 def _is_removed(stmt: cst.BaseStatement) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, cst.Name) and stmt.body[0].value.value == _REMOVED)
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.Name)
+        and stmt.body[0].value.value == _REMOVED
+    )
 
 
 def _drop_empty_lines(body: Sequence[cst.BaseStatement], footer: Sequence[cst.EmptyLine]):
@@ -178,9 +188,16 @@ def insertion_index(body: Sequence[cst.BaseStatement]) -> int:
         index += 1
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.SimpleStatementLine) and any(
-            (isinstance(s, cst.Import) and any(import_module_name(a.name).split(".")[0] in ("torch", "torch_npu") for a in s.names))
-            or (isinstance(s, cst.ImportFrom) and s.module is not None and not s.relative
-                and import_module_name(s.module).split(".")[0] in ("torch", "torch_npu"))
+            (
+                isinstance(s, cst.Import)
+                and any(import_module_name(a.name).split(".")[0] in ("torch", "torch_npu") for a in s.names)
+            )
+            or (
+                isinstance(s, cst.ImportFrom)
+                and s.module is not None
+                and not s.relative
+                and import_module_name(s.module).split(".")[0] in ("torch", "torch_npu")
+            )
             for s in stmt.body
         ):
             index = max(index, i + 1)
@@ -194,8 +211,11 @@ def is_torch_cuda(module: str) -> bool:
 
 def imports_torch_cuda(bindings: Bindings) -> bool:
     """Is there a plain ``import torch.cuda...`` (one the import pruner may rewrite)?"""
-    return any(isinstance(n, cst.Import) and any(a.asname is None and is_torch_cuda(import_module_name(a.name))
-                                                 for a in n.names) for n in bindings.import_nodes)
+    return any(
+        isinstance(n, cst.Import)
+        and any(a.asname is None and is_torch_cuda(import_module_name(a.name)) for a in n.names)
+        for n in bindings.import_nodes
+    )
 
 
 def insertion_anchor(body: Sequence[cst.BaseStatement], index: int) -> list[cst.CSTNode]:
@@ -209,8 +229,9 @@ def insertion_anchor(body: Sequence[cst.BaseStatement], index: int) -> list[cst.
     return [anchor]
 
 
-def insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str | None,
-                   occurrence: int = 1) -> cst.Module:
+def insert_imports(
+    module: cst.Module, names: Sequence[str], anchor_code: str | None, occurrence: int = 1
+) -> cst.Module:
     """Insert ``import NAME`` lines after the converted form of the original anchor statement.
 
     ``anchor_code`` is the source of the original statement the imports follow (None: at the top),
@@ -230,7 +251,9 @@ def insert_imports(module: cst.Module, names: Sequence[str], anchor_code: str | 
 
 def imports_module(bindings: Bindings, name: str) -> bool:
     return bindings.original.get(name.split(".")[0]) == name.split(".")[0] and (
-        "." not in name or any(
+        "." not in name
+        or any(
             isinstance(n, cst.Import) and any(import_module_name(a.name) == name for a in n.names)
-            for n in bindings.import_nodes)
+            for n in bindings.import_nodes
+        )
     )

@@ -51,7 +51,11 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
         return None
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
         inner = node.func.value
-        if isinstance(inner, cst.SimpleString) and (value := string_value(inner)) is not None and _device_literal(value):
+        if (
+            isinstance(inner, cst.SimpleString)
+            and (value := string_value(inner)) is not None
+            and _device_literal(value)
+        ):
             return node.with_changes(func=node.func.with_changes(value=replace_string(inner, "cuda", "npu")))
         return None
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
@@ -127,9 +131,15 @@ def rewrite_device_prefix(node: cst.BaseExpression) -> cst.BaseExpression | None
             return replace_string(node, "cuda", "npu")
         return None
     if isinstance(node, cst.Tuple):
-        elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_device_prefix(el.value))
-                    else el for el in node.elements]
-        return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+        elements = [
+            el.with_changes(value=new)
+            if isinstance(el, cst.Element) and (new := rewrite_device_prefix(el.value))
+            else el
+            for el in node.elements
+        ]
+        return (
+            node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+        )
     return None
 
 
@@ -138,12 +148,20 @@ def is_device_template(node: cst.BaseExpression) -> bool:
     "cuda:" + str(i)."""
     if isinstance(node, cst.FormattedString):
         parts = node.parts
-        return (len(parts) == 2 and isinstance(parts[0], cst.FormattedStringText) and parts[0].value == DEVICE_PREFIX
-                and isinstance(parts[1], cst.FormattedStringExpression))
+        return (
+            len(parts) == 2
+            and isinstance(parts[0], cst.FormattedStringText)
+            and parts[0].value == DEVICE_PREFIX
+            and isinstance(parts[1], cst.FormattedStringExpression)
+        )
     if isinstance(node, cst.Call):
         func = node.func
-        return (isinstance(func, cst.Attribute) and func.attr.value == "format"
-                and (value := string_value(func.value)) is not None and DEVICE_TEMPLATE.match(value) is not None)
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "format"
+            and (value := string_value(func.value)) is not None
+            and DEVICE_TEMPLATE.match(value) is not None
+        )
     if isinstance(node, cst.BinaryOperation):
         value = string_value(node.left)
         if isinstance(node.operator, cst.Modulo):
@@ -178,9 +196,15 @@ def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             return None
         return node.with_changes(body=body or node.body, orelse=orelse or node.orelse)
     if isinstance(node, (cst.List, cst.Tuple)):
-        elements = [el.with_changes(value=new) if isinstance(el, cst.Element) and (new := rewrite_backend_expr(el.value))
-                    else el for el in node.elements]
-        return node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+        elements = [
+            el.with_changes(value=new)
+            if isinstance(el, cst.Element) and (new := rewrite_backend_expr(el.value))
+            else el
+            for el in node.elements
+        ]
+        return (
+            node.with_changes(elements=elements) if any(a is not b for a, b in zip(elements, node.elements)) else None
+        )
     return None
 
 
@@ -192,8 +216,9 @@ def literal_equals(node: cst.BaseExpression, literal: str, literal_node: cst.Bas
     return code_of(node).strip() == literal.strip()
 
 
-def replace_literal(node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression,
-                    new: cst.BaseExpression) -> cst.BaseExpression | None:
+def replace_literal(
+    node: cst.BaseExpression, literal: str, literal_node: cst.BaseExpression, new: cst.BaseExpression
+) -> cst.BaseExpression | None:
     """Replace the literal in ``node`` or in the branches of a conditional expression."""
     if literal_equals(node, literal, literal_node):
         if isinstance(node, cst.SimpleString) and isinstance(new, cst.SimpleString):

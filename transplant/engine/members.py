@@ -44,8 +44,15 @@ class MemberHandlers(State):
                 if new in defined or new == name:
                     continue
                 anchor = original.name if isinstance(original, cst.FunctionDef) else original
-                if not self.record(anchor, "method", f"{name} -> {new} where {updated_node.name.value} defines it "
-                                   f"(its uses x.{name} are renamed by name)", rule, api=name, new=new):
+                if not self.record(
+                    anchor,
+                    "method",
+                    f"{name} -> {new} where {updated_node.name.value} defines it "
+                    f"(its uses x.{name} are renamed by name)",
+                    rule,
+                    api=name,
+                    new=new,
+                ):
                     continue
                 statements[i] = _renamed(stmt, name, new)
                 changed = True
@@ -65,8 +72,13 @@ def _defined_names(stmt: cst.CSTNode, folds: list[bytes]) -> list[str]:
         return [stmt.name.value]
     if isinstance(stmt, cst.SimpleStatementLine):
         names = []
-        if (len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Name)
-                and (fold := _FOLD.match(stmt.body[0].value.value)) and int(fold.group(1)) < len(folds)):
+        if (
+            len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, cst.Name)
+            and (fold := _FOLD.match(stmt.body[0].value.value))
+            and int(fold.group(1)) < len(folds)
+        ):
             lines = [line for line in folds[int(fold.group(1))].splitlines() if line.strip()]
             indent = min((len(line) - len(line.lstrip()) for line in lines), default=0)
             for line in lines:
@@ -88,9 +100,14 @@ def _renamed(stmt: cst.CSTNode, old: str, new: str) -> cst.CSTNode:
     body = []
     for small in stmt.body:
         if isinstance(small, cst.Assign):
-            small = small.with_changes(targets=[
-                t.with_changes(target=t.target.with_changes(value=new))
-                if isinstance(t.target, cst.Name) and t.target.value == old else t for t in small.targets])
+            small = small.with_changes(
+                targets=[
+                    t.with_changes(target=t.target.with_changes(value=new))
+                    if isinstance(t.target, cst.Name) and t.target.value == old
+                    else t
+                    for t in small.targets
+                ]
+            )
         elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == old:
             small = small.with_changes(target=small.target.with_changes(value=new))
         body.append(small)

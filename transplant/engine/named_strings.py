@@ -40,8 +40,21 @@ DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 PAIR_CALLS = {"getattr": False, "hasattr": False, "object": True, "setattr": True, "delattr": True}
 # callees whose first argument (or target=/name=) is a dotted name they look up: mock.patch, mocker.patch,
 # monkeypatch.setattr/delattr("a.b.c", ...), importlib.import_module, pkgutil.resolve_name, pydoc.locate...
-NAME_TAKERS = frozenset({"patch", "setattr", "delattr", "import_module", "__import__", "resolve_name", "find_spec",
-                         "import_string", "locate", "import_from_string", "spy"})
+NAME_TAKERS = frozenset(
+    {
+        "patch",
+        "setattr",
+        "delattr",
+        "import_module",
+        "__import__",
+        "resolve_name",
+        "find_spec",
+        "import_string",
+        "locate",
+        "import_from_string",
+        "spy",
+    }
+)
 CUDA_SPELLED = re.compile(r"cuda", re.IGNORECASE)
 
 
@@ -60,7 +73,9 @@ class NamedStringHandlers(State):
 
     def visit_Call_args(self, node: cst.Call) -> None:
         func = node.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        last = (
+            func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        )
         if last in NAME_TAKERS:
             for arg in node.args[:1] if node.args and node.args[0].keyword is None else ():
                 self.name_strings.add(id(arg.value))
@@ -69,7 +84,9 @@ class NamedStringHandlers(State):
                     self.name_strings.add(id(arg.value))
         if last not in PAIR_CALLS or len(node.args) < 2 or PAIR_CALLS[last] != isinstance(func, cst.Attribute):
             return
-        if last == "object" and not (isinstance(func, cst.Attribute) and (dotted_parts(func.value) or [""])[-1] == "patch"):
+        if last == "object" and not (
+            isinstance(func, cst.Attribute) and (dotted_parts(func.value) or [""])[-1] == "patch"
+        ):
             return  # only patch.object(obj, "name")
         obj, name_arg = node.args[0], node.args[1]
         if obj.keyword is not None or obj.star or name_arg.keyword is not None or name_arg.star:
@@ -87,8 +104,14 @@ class NamedStringHandlers(State):
         if found is not None and found[0] != full:
             new_parent, new_attr = found[0].rsplit(".", 1)
             spelled = self._spell(parts[0], new_parent)
-            if self.record(obj.value, "rename", f"{full} -> {found[0]} (the attribute named by a string moves with "
-                           f"its object)", found[1], api=full, new=f"{spelled}, {new_attr!r}"):
+            if self.record(
+                obj.value,
+                "rename",
+                f"{full} -> {found[0]} (the attribute named by a string moves with its object)",
+                found[1],
+                api=full,
+                new=f"{spelled}, {new_attr!r}",
+            ):
                 self.owned.add(id(obj.value))
                 if self._code(obj.value) != spelled:
                     self.replacements[id(obj.value)] = make_dotted(spelled)
@@ -116,9 +139,15 @@ class NamedStringHandlers(State):
         if found is None or not CUDA_SPELLED.search(self._code(obj)):
             return
         self.pair_strings[id(anchor)] = None
-        self.record(anchor, "note", f"{attr!r} names an attribute of {self._code(obj)}, which is not known here: if "
-                    f"it is {namespace.NAMESPACE}, the converted code calls {found[0]} instead; name that",
-                    found[1], api=full, level="note")
+        self.record(
+            anchor,
+            "note",
+            f"{attr!r} names an attribute of {self._code(obj)}, which is not known here: if "
+            f"it is {namespace.NAMESPACE}, the converted code calls {found[0]} instead; name that",
+            found[1],
+            api=full,
+            level="note",
+        )
 
     def _report_name(self, anchor: cst.CSTNode, full: str) -> None:
         rule = self.rules.unsupported_q.get(full)
@@ -136,18 +165,30 @@ class NamedStringHandlers(State):
         if id(original) not in self.name_strings:
             return updated
         raw = original.value
-        if "." not in raw or len(raw) > 160 or raw[len(original.prefix) + len(original.quote):].split(".", 1)[0] \
-                not in self._roots:
+        if (
+            "." not in raw
+            or len(raw) > 160
+            or raw[len(original.prefix) + len(original.quote) :].split(".", 1)[0] not in self._roots
+        ):
             return updated
         value = string_value(original)
         if value is None or DOTTED.match(value) is None:
             return updated
         found = self.rules.new_name(value)
         if found is not None and found[0] != value:
-            if self.record(original, "rename", f"{value} -> {found[0]} (a string naming the renamed API)", found[1],
-                           api=value, new=found[0], needs_npu=False):
+            if self.record(
+                original,
+                "rename",
+                f"{value} -> {found[0]} (a string naming the renamed API)",
+                found[1],
+                api=value,
+                new=found[0],
+                needs_npu=False,
+            ):
                 return replace_string(updated, value, found[0])
-        elif namespace.unknown(self.rules, value) or (value in self.rules.unsupported_q and namespace.in_namespace(value)):
+        elif namespace.unknown(self.rules, value) or (
+            value in self.rules.unsupported_q and namespace.in_namespace(value)
+        ):
             self._report_name(original, value)
         return updated
 

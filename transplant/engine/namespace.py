@@ -24,7 +24,7 @@ def in_namespace(qualified: str) -> bool:
 
 
 def _private(qualified: str) -> bool:
-    return qualified.startswith(PRIVATE) and "." not in qualified[len("torch._C."):]
+    return qualified.startswith(PRIVATE) and "." not in qualified[len("torch._C.") :]
 
 
 def unknown(rules: RuleSet, qualified: str) -> bool:
@@ -40,10 +40,16 @@ def unknown(rules: RuleSet, qualified: str) -> bool:
 
 def message(qualified: str) -> str:
     if _private(qualified):
-        return (f"{qualified}: a private CUDA binding of torch._C, with no torch_npu counterpart known; "
-                f"use the public {COUNTERPART} API (device, memory, stream queries) or rewrite this code by hand")
+        return (
+            f"{qualified}: a private CUDA binding of torch._C, with no torch_npu counterpart known; "
+            f"use the public {COUNTERPART} API (device, memory, stream queries) or rewrite this code by hand"
+        )
     if qualified == NAMESPACE:
-        return (f"{NAMESPACE} used as a whole: what is done with it cannot be followed; "
-                f"use {COUNTERPART}, which has the same functions")
-    return (f"{qualified}: not in transplant's torch.cuda table, so no torch_npu counterpart is known; "
-            f"look for it in {COUNTERPART}, or rewrite this code by hand for NPU")
+        return (
+            f"{NAMESPACE} used as a whole: what is done with it cannot be followed; "
+            f"use {COUNTERPART}, which has the same functions"
+        )
+    return (
+        f"{qualified}: not in transplant's torch.cuda table, so no torch_npu counterpart is known; "
+        f"look for it in {COUNTERPART}, or rewrite this code by hand for NPU"
+    )

@@ -40,8 +40,10 @@ NPU_WORD_BYTES = re.compile(rb"npu(?<![A-Za-z0-9]npu)")  # (literal first: a fas
 NPU_STRING_BYTES = re.compile(rb"""npu(?<=['"]npu)[:'"]""")
 # a test for NPU in statements the skeleton folded away (they hold no CUDA word, so they are read
 # as bytes): a comparison with an "npu" string, an NPU availability test
-NPU_TEST_BYTES = re.compile(rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]npu(?::\d*)?['"]\s*(?:==|!=)"""
-                            rb"""|\bis_\w*npu_available\(|\btorch\.npu\.is_available\(|\bcase\s+['"]npu['"]""")
+NPU_TEST_BYTES = re.compile(
+    rb"""(?:==|!=|\bin)\s*[(\[{]?\s*f?['"]npu\b|\bf?['"]npu(?::\d*)?['"]\s*(?:==|!=)"""
+    rb"""|\bis_\w*npu_available\(|\btorch\.npu\.is_available\(|\bcase\s+['"]npu['"]"""
+)
 
 CHAIN = "a branch for another device of an if/elif chain that already handles NPU"
 MATCH = "a case for another device of a match that already handles NPU"
@@ -137,8 +139,9 @@ class _Finder(cst.CSTVisitor):
             return
         for stmt in body:
             if isinstance(stmt, cst.SimpleStatementLine) and all(
-                    isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
-                    and _cuda_api(small.value.func) for small in stmt.body):
+                isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and _cuda_api(small.value.func)
+                for small in stmt.body
+            ):
                 self.aware = True
                 self._keep(stmt, SIBLING)
 
@@ -184,17 +187,30 @@ class _Finder(cst.CSTVisitor):
     @staticmethod
     def _cuda_comparison(node: cst.Comparison) -> bool:
         operands = [node.left, *(c.comparator for c in node.comparisons)]
-        return any(is_cuda_device(o) or isinstance(o, (cst.List, cst.Tuple, cst.Set)) and
-                   any(is_cuda_device(el.value) for el in o.elements) for o in operands)
+        return any(
+            is_cuda_device(o)
+            or isinstance(o, (cst.List, cst.Tuple, cst.Set))
+            and any(is_cuda_device(el.value) for el in o.elements)
+            for o in operands
+        )
 
     @staticmethod
     def _prefix_test(node: cst.Call) -> bool:
-        return (isinstance(node.func, cst.Attribute) and node.func.attr.value == "startswith" and len(node.args) >= 1
-                and (string_value(node.args[0].value) or "").startswith("cuda"))
+        return (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "startswith"
+            and len(node.args) >= 1
+            and (string_value(node.args[0].value) or "").startswith("cuda")
+        )
 
     def _cuda_test(self, test: cst.BaseExpression) -> bool:
-        return any(isinstance(n, cst.Comparison) and self._cuda_comparison(n)
-                   or isinstance(n, cst.Call) and self._prefix_test(n) for n in _walk(test))
+        return any(
+            isinstance(n, cst.Comparison)
+            and self._cuda_comparison(n)
+            or isinstance(n, cst.Call)
+            and self._prefix_test(n)
+            for n in _walk(test)
+        )
 
 
 def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:

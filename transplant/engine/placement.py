@@ -42,8 +42,12 @@ def module_binding(body: Sequence[cst.BaseStatement], name: str) -> cst.Import |
             module = import_module_name(alias.name)
             if alias.asname is None and module.split(".")[0] == top and (module == name or "." not in name):
                 return small
-            if alias.asname is not None and module == name == top and \
-                    isinstance(alias.asname.name, cst.Name) and alias.asname.name.value == top:
+            if (
+                alias.asname is not None
+                and module == name == top
+                and isinstance(alias.asname.name, cst.Name)
+                and alias.asname.name.value == top
+            ):
                 return small
     return None
 
@@ -56,8 +60,12 @@ def import_floor(body: Sequence[cst.BaseStatement]) -> int:
     return index
 
 
-def earliest_index(body: Sequence[cst.BaseStatement], index: int, first_use: int | None,
-                   positions: dict[int, tuple[int, int, int, int]]) -> int:
+def earliest_index(
+    body: Sequence[cst.BaseStatement],
+    index: int,
+    first_use: int | None,
+    positions: dict[int, tuple[int, int, int, int]],
+) -> int:
     """``index`` (where new imports go), moved up to the top-level statement that holds the first
     use ``first_use`` (a line) when that statement comes before it. ``positions`` has the places
     of ``body[:index]``."""
@@ -65,6 +73,9 @@ def earliest_index(body: Sequence[cst.BaseStatement], index: int, first_use: int
         return index
     for i in range(import_floor(body), index):
         place = positions.get(id(body[i]))
-        if place is not None and (place[2], place[3]) > (first_use, 1):  # (1-based columns; it ends where the next line starts)
+        if place is not None and (place[2], place[3]) > (
+            first_use,
+            1,
+        ):  # (1-based columns; it ends where the next line starts)
             return i
     return index

@@ -12,6 +12,7 @@ from typing import Iterable
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+
 class _LineTracker(CodegenState):
     """Codegen that records positions of a few target nodes only (cheaper than PositionProvider)."""
 
@@ -27,7 +28,7 @@ class _LineTracker(CodegenState):
 
     def _where(self) -> tuple[int, int]:
         if self._done < len(self.tokens):
-            text = "".join(self.tokens[self._done:])
+            text = "".join(self.tokens[self._done :])
             self._done = len(self.tokens)
             newlines = text.count("\n")
             last = text.rfind("\n")
@@ -71,7 +72,9 @@ def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int
     return state.positions
 
 
-def positions_and_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, tuple[int, int, int, int]], str]:
+def positions_and_code(
+    module: cst.Module, nodes: Iterable[cst.CSTNode]
+) -> tuple[dict[int, tuple[int, int, int, int]], str]:
     """node_positions, and ``module.code`` from the same pass of code generation."""
     state = _LineTracker(module, {id(n) for n in nodes})
     state.stop_early = False

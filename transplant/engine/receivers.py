@@ -31,20 +31,91 @@ from .state import State
 TENSOR = "torch.Tensor"
 MODULE = "torch.nn.Module"
 # methods whose result is a tensor whatever they are called on (modules and arrays have no .mode())
-TENSOR_METHODS = frozenset({"detach", "contiguous", "view", "view_as", "clone", "unsqueeze", "permute", "type_as",
-                            "masked_fill", "new_zeros", "new_ones", "new_empty", "float", "half", "bfloat16", "double",
-                            "long", "int", "bool", "cuda", "npu", "cpu", "xpu", "to"})
+TENSOR_METHODS = frozenset(
+    {
+        "detach",
+        "contiguous",
+        "view",
+        "view_as",
+        "clone",
+        "unsqueeze",
+        "permute",
+        "type_as",
+        "masked_fill",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "float",
+        "half",
+        "bfloat16",
+        "double",
+        "long",
+        "int",
+        "bool",
+        "cuda",
+        "npu",
+        "cpu",
+        "xpu",
+        "to",
+    }
+)
 CASTS = frozenset({"float", "half", "bfloat16", "double", "cuda", "npu", "cpu", "xpu", "to"})  # modules have them too
 # tensor methods whose result is no tensor
-NOT_TENSOR_METHODS = frozenset({"size", "tolist", "item", "numel", "dim", "element_size", "data_ptr", "stride",
-                                "is_contiguous", "numpy", "storage", "untyped_storage", "type", "get_device",
-                                "nelement", "ndimension", "chunk", "split", "unbind", "register_hook", "backward"})
+NOT_TENSOR_METHODS = frozenset(
+    {
+        "size",
+        "tolist",
+        "item",
+        "numel",
+        "dim",
+        "element_size",
+        "data_ptr",
+        "stride",
+        "is_contiguous",
+        "numpy",
+        "storage",
+        "untyped_storage",
+        "type",
+        "get_device",
+        "nelement",
+        "ndimension",
+        "chunk",
+        "split",
+        "unbind",
+        "register_hook",
+        "backward",
+    }
+)
 # torch namespaces whose functions return tensors, and torch functions that do not
 TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
-NOT_TENSORS = frozenset({"load", "device", "no_grad", "enable_grad", "inference_mode", "compile", "manual_seed",
-                         "get_default_dtype", "set_default_dtype", "is_tensor", "numel", "is_grad_enabled",
-                         "set_grad_enabled", "dtype", "finfo", "iinfo", "save", "autocast", "get_rng_state",
-                         "initial_seed", "seed", "typename", "is_floating_point", "is_complex"})
+NOT_TENSORS = frozenset(
+    {
+        "load",
+        "device",
+        "no_grad",
+        "enable_grad",
+        "inference_mode",
+        "compile",
+        "manual_seed",
+        "get_default_dtype",
+        "set_default_dtype",
+        "is_tensor",
+        "numel",
+        "is_grad_enabled",
+        "set_grad_enabled",
+        "dtype",
+        "finfo",
+        "iinfo",
+        "save",
+        "autocast",
+        "get_rng_state",
+        "initial_seed",
+        "seed",
+        "typename",
+        "is_floating_point",
+        "is_complex",
+    }
+)
 
 
 class ReceiverHandlers(State):
@@ -90,11 +161,15 @@ class ReceiverHandlers(State):
         qualified = self.resolve(func)
         if qualified is not None:
             parts = qualified.split(".")
-            if qualified.startswith("torch.nn.") and parts[-1][:1].isupper() and not qualified.startswith(
-                    "torch.nn.functional."):
+            if (
+                qualified.startswith("torch.nn.")
+                and parts[-1][:1].isupper()
+                and not qualified.startswith("torch.nn.functional.")
+            ):
                 return MODULE
-            if (len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() and parts[1] not in NOT_TENSORS) \
-                    or qualified.startswith(TENSOR_NAMESPACES):
+            if (
+                len(parts) == 2 and parts[0] == "torch" and parts[1][:1].islower() and parts[1] not in NOT_TENSORS
+            ) or qualified.startswith(TENSOR_NAMESPACES):
                 return TENSOR
             return None
         if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
@@ -117,8 +192,9 @@ class ReceiverHandlers(State):
         if "_file_text" not in self.__dict__:
             self.__dict__["_file_text"] = b"\n".join([self.module.bytes, *self.folds])
         kinds = set()
-        pattern = re.compile(rb"^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]+)",
-                             re.MULTILINE)
+        pattern = re.compile(
+            rb"^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]+)", re.MULTILINE
+        )
         for m in pattern.finditer(self.__dict__["_file_text"]):
             try:
                 value = cst.parse_expression(m.group(1).decode("utf-8").strip().rstrip("\\"))
@@ -141,6 +217,12 @@ class ReceiverHandlers(State):
             self._finding(func.attr, rule["name"], rule)
             return
         message = rule.get("message", "not supported on NPU")
-        self.record(func.attr, "note", f"{rule['name']}: {message} -- a guess: matched by the name .{func.attr.value}() "
-                    f"only, and nothing here shows the object is a {owner.rsplit('.', 1)[-1]}", rule, api=rule["name"],
-                    level="note")
+        self.record(
+            func.attr,
+            "note",
+            f"{rule['name']}: {message} -- a guess: matched by the name .{func.attr.value}() "
+            f"only, and nothing here shows the object is a {owner.rsplit('.', 1)[-1]}",
+            rule,
+            api=rule["name"],
+            level="note",
+        )

@@ -33,8 +33,10 @@ from ..records import CODES, Record
 PATCHED_CLASSES = ("torch.Tensor", "torch.nn.Module", "torch.TypedStorage", "torch.UntypedStorage")
 # a word of another backend, in a value assigned to torch.cuda (torch.xpu.synchronize, is_xpu,
 # ipex.xpu, torch_musa, habana_frameworks, torch.npu): that value redirects torch.cuda there
-OTHER_BACKEND = re.compile(r"(?:^|[._])(?:xpu|hpu|mps|musa|mlu|npu|ipex|habana|xla|gcu|sdaa|dml|directml|"
-                           r"intel_extension_for_pytorch|habana_frameworks|torch_npu)(?:$|[._\d])")
+OTHER_BACKEND = re.compile(
+    r"(?:^|[._])(?:xpu|hpu|mps|musa|mlu|npu|ipex|habana|xla|gcu|sdaa|dml|directml|"
+    r"intel_extension_for_pytorch|habana_frameworks|torch_npu)(?:$|[._\d])"
+)
 
 
 class RedirectHandlers(State):
@@ -45,8 +47,14 @@ class RedirectHandlers(State):
         # (anchor, qualified target, value, what is done to it)
         self.redirects: list[tuple[cst.CSTNode, str, cst.BaseExpression | None, str]] = []
 
-    def _redirect_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
-                         anchor: cst.CSTNode | None = None, member: str | None = None, verb: str = "assigned") -> None:
+    def _redirect_target(
+        self,
+        target: cst.BaseExpression,
+        value: cst.BaseExpression | None,
+        anchor: cst.CSTNode | None = None,
+        member: str | None = None,
+        verb: str = "assigned",
+    ) -> None:
         """Keep ``target`` (an expression being assigned or deleted; ``member`` is the attribute a
         ``setattr`` names) when it is a torch.cuda name or a CUDA member of torch's classes."""
         for node in _targets(target):
@@ -76,13 +84,21 @@ class RedirectHandlers(State):
     def visit_Call(self, node: cst.Call) -> None:
         self.index_call(node)  # integer device indices (device_index.py)
         func = node.func
-        if (isinstance(func, cst.Name) and func.value in ("setattr", "delattr") and node.args
-                and not any(func.value in scope for scope in self.shadow)):
+        if (
+            isinstance(func, cst.Name)
+            and func.value in ("setattr", "delattr")
+            and node.args
+            and not any(func.value in scope for scope in self.shadow)
+        ):
             # setattr(torch.cuda, name, getattr(torch.xpu, name)): every other argument is the value
             member = string_value(node.args[1].value) if len(node.args) > 1 else None
-            self._redirect_target(node.args[0].value, cst.Tuple([cst.Element(a.value) for a in node.args[1:]]),
-                                  node, member if member is not None and member.isidentifier() else None,
-                                  "assigned" if func.value == "setattr" else "deleted")
+            self._redirect_target(
+                node.args[0].value,
+                cst.Tuple([cst.Element(a.value) for a in node.args[1:]]),
+                node,
+                member if member is not None and member.isidentifier() else None,
+                "assigned" if func.value == "setattr" else "deleted",
+            )
 
     # ---- after the traversal (driver.py)
 
@@ -98,12 +114,28 @@ class RedirectHandlers(State):
             elif namespace.in_namespace(qualified):
                 after = f"; on NPU the code runs through {namespace.COUNTERPART}, which this does not replace"
             elif renamed is not None:
-                after = f"; the converted code uses .{renamed['new_name'].rsplit('.', 1)[-1]}, which this does not replace"
+                after = (
+                    f"; the converted code uses .{renamed['new_name'].rsplit('.', 1)[-1]}, which this does not replace"
+                )
             else:
                 after = ""
-            out.append(Pending(anchor, Record(
-                0, 0, 0, 0, CODES["note"], "note", "", f"{qualified} is {verb} here (a patch, not a use): kept as it "
-                f"is{after}", "builtin", api=qualified)))
+            out.append(
+                Pending(
+                    anchor,
+                    Record(
+                        0,
+                        0,
+                        0,
+                        0,
+                        CODES["note"],
+                        "note",
+                        "",
+                        f"{qualified} is {verb} here (a patch, not a use): kept as it is{after}",
+                        "builtin",
+                        api=qualified,
+                    ),
+                )
+            )
         return out
 
     def _function_names_backend(self, name: str) -> bool:
@@ -120,16 +152,30 @@ class RedirectHandlers(State):
         redirects = self.redirects
         if not redirects:
             return None
-        if not any(_names_backend(value) or (isinstance(value, cst.Name) and self._function_names_backend(value.value))
-                   for _anchor, _q, value, _verb in redirects):
+        if not any(
+            _names_backend(value) or (isinstance(value, cst.Name) and self._function_names_backend(value.value))
+            for _anchor, _q, value, _verb in redirects
+        ):
             return None
         anchor = redirects[0][0]
         count = len(redirects)
-        return Pending(anchor, Record(
-            0, 0, 0, 0, CODES["note"], "note", "", f"another backend's compatibility layer: this module replaces "
-            f"{count} CUDA attribute{'s' if count != 1 else ''} of torch (first {redirects[0][1]}) with that "
-            f"backend's; left as it is (converting it would overwrite torch_npu's own functions)", "builtin",
-            api="torch.cuda"))
+        return Pending(
+            anchor,
+            Record(
+                0,
+                0,
+                0,
+                0,
+                CODES["note"],
+                "note",
+                "",
+                f"another backend's compatibility layer: this module replaces "
+                f"{count} CUDA attribute{'s' if count != 1 else ''} of torch (first {redirects[0][1]}) with that "
+                f"backend's; left as it is (converting it would overwrite torch_npu's own functions)",
+                "builtin",
+                api="torch.cuda",
+            ),
+        )
 
 
 def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:

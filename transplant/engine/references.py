@@ -77,8 +77,9 @@ class ReferenceHandlers(State):
                 self._finding(nodes[k - base_len], old, unsupported)
                 break
         else:
-            if id(node) not in self.stores and (qualified == namespace.NAMESPACE
-                                                or namespace.unknown(self.rules, qualified)):
+            if id(node) not in self.stores and (
+                qualified == namespace.NAMESPACE or namespace.unknown(self.rules, qualified)
+            ):
                 # a torch.cuda name no rule knows: said, never passed over in silence
                 self.record(node, "no_counterpart", namespace.message(qualified), None, api=qualified, level="error")
             elif (library := self.rules.library_of(qualified)) is not None:
@@ -91,7 +92,7 @@ class ReferenceHandlers(State):
         """Spell a new qualified name, through the root's rewritten import when possible."""
         bound = self.b.rewritten.get(root) or self.b.original.get(root)
         if bound is not None and (new == bound or new.startswith(bound + ".")):
-            return root + new[len(bound):]
+            return root + new[len(bound) :]
         return new
 
     def _need_root(self, new: str) -> None:
@@ -129,8 +130,14 @@ class ReferenceHandlers(State):
             rule = self.rules.rename_attribute.get(original_node.attr.value)
             if rule is not None:
                 new_attr = rule["new_name"].rsplit(".", 1)[-1]
-                if self.record(original_node.attr, "method", f".{original_node.attr.value} -> .{new_attr}", rule,
-                               api=original_node.attr.value, new=new_attr):
+                if self.record(
+                    original_node.attr,
+                    "method",
+                    f".{original_node.attr.value} -> .{new_attr}",
+                    rule,
+                    api=original_node.attr.value,
+                    new=new_attr,
+                ):
                     return updated_node.with_changes(attr=cst.Name(new_attr))
             else:
                 self._unsupported_attribute(original_node)
@@ -142,8 +149,11 @@ class ReferenceHandlers(State):
     def _finding(self, anchor: cst.CSTNode, api: str, rule: Rule, *, matched: str = "") -> None:
         level = rule.get("level", "warning")
         # a per-version list's note is still a version-support finding (TP202), not a setting (TP203)
-        kind = "unsupported" if version_listed(rule) else {"error": "no_counterpart", "warning": "unsupported",
-                                                          "note": "note"}[level]
+        kind = (
+            "unsupported"
+            if version_listed(rule)
+            else {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
+        )
         message = f"{api}: {rule.get('message', 'not supported on NPU')}"
         if matched:
             message += f" (matched by the name {matched}: applies if the object is a {api.rsplit('.', 2)[-2]})"

@@ -117,14 +117,24 @@ class ScopeHandlers(State):
             self._library_finding(alias, qualified, library)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if isinstance(node.names, cst.ImportStar) and id(node) not in self.b.plans and not node.relative \
-                and node.module is not None:
+        if (
+            isinstance(node.names, cst.ImportStar)
+            and id(node) not in self.b.plans
+            and not node.relative
+            and node.module is not None
+        ):
             module = import_module_name(node.module)
             prefix = module + "."
             if any(name.startswith(prefix) for name in self.rules.rename_q):
                 # the names a star import binds are invisible here: their uses cannot be converted
-                self.record(node, "note", f"from {module} import *: the names it binds are not converted; "
-                            "import the ones you use by name", None, api=f"{module}.*", level="note")
+                self.record(
+                    node,
+                    "note",
+                    f"from {module} import *: the names it binds are not converted; import the ones you use by name",
+                    None,
+                    api=f"{module}.*",
+                    level="note",
+                )
         elif not isinstance(node.names, cst.ImportStar) and not node.relative and node.module is not None:
             module = import_module_name(node.module)
             for alias in node.names:

@@ -16,6 +16,7 @@ from ..rules import Rule, RuleSet
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
 
+
 @dataclass
 class Pending:
     """A record whose position (and ``old`` text) is filled in from ``anchor`` at the end."""
@@ -31,8 +32,9 @@ class Pending:
 class State(cst.CSTTransformer):
     """The fields and the record keeping shared by the handlers of one traversal."""
 
-    def __init__(self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int],
-                 flow: Flow = NO_FLOW) -> None:
+    def __init__(
+        self, module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int], flow: Flow = NO_FLOW
+    ) -> None:
         super().__init__()
         self.module = module
         self.rules = rules
@@ -67,8 +69,19 @@ class State(cst.CSTTransformer):
     def _code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
-    def record(self, anchor: cst.CSTNode, kind: str, message: str, rule: Rule | None, *, api: str = "",
-               new: str = "", level: str = "fix", needs_npu: bool | None = None, operation: str | None = None) -> bool:
+    def record(
+        self,
+        anchor: cst.CSTNode,
+        kind: str,
+        message: str,
+        rule: Rule | None,
+        *,
+        api: str = "",
+        new: str = "",
+        level: str = "fix",
+        needs_npu: bool | None = None,
+        operation: str | None = None,
+    ) -> bool:
         if id(anchor) in self.excluded:
             return False
         if level == "fix" and id(anchor) in self.kept:
@@ -82,9 +95,25 @@ class State(cst.CSTTransformer):
         suggestion = ""
         if rule is not None and level != "fix":
             suggestion = rule.get("suggestion", "")
-        self.pending.append(Pending(anchor, Record(0, 0, 0, 0, code, level, operation, message,
-                                                    rule.origin if rule is not None else "builtin", api=api,
-                                                    new=new, suggestion=suggestion)))
+        self.pending.append(
+            Pending(
+                anchor,
+                Record(
+                    0,
+                    0,
+                    0,
+                    0,
+                    code,
+                    level,
+                    operation,
+                    message,
+                    rule.origin if rule is not None else "builtin",
+                    api=api,
+                    new=new,
+                    suggestion=suggestion,
+                ),
+            )
+        )
         if needs_npu is None:
             # Built-in rules target torch_npu; "npu" device strings exist only once torch_npu is
             # imported. A user rule about another library needs no torch_npu.
@@ -101,9 +130,23 @@ class State(cst.CSTTransformer):
         if id(anchor) in self._kept_said:
             return
         self._kept_said.add(id(anchor))
-        self.pending.append(Pending(anchor, Record(0, 0, 0, 0, CODES["note"], "note", "",
-                                                   f"kept as it is ({message}): {self.kept[id(anchor)]}", "builtin",
-                                                   api=api or "cuda")))
+        self.pending.append(
+            Pending(
+                anchor,
+                Record(
+                    0,
+                    0,
+                    0,
+                    0,
+                    CODES["note"],
+                    "note",
+                    "",
+                    f"kept as it is ({message}): {self.kept[id(anchor)]}",
+                    "builtin",
+                    api=api or "cuda",
+                ),
+            )
+        )
 
     def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
         """A use or an import of a CUDA-only library (LibraryRule): said once per place, with its route
@@ -112,12 +155,17 @@ class State(cst.CSTTransformer):
             return
         module = rule["module"]
         what = module if qualified == module else f"{qualified} (from {module})"
-        self.record(anchor, "library", f"{what}: {rule.get('message', 'CUDA-only library')}", rule, api=module,
-                    level=rule.get("level", "warning"))
+        self.record(
+            anchor,
+            "library",
+            f"{what}: {rule.get('message', 'CUDA-only library')}",
+            rule,
+            api=module,
+            level=rule.get("level", "warning"),
+        )
 
     def expr(self, text: str) -> cst.BaseExpression:
         node = self._parsed.get(text)
         if node is None:
             node = self._parsed[text] = cst.parse_expression(text)
         return node
-

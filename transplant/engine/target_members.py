@@ -26,8 +26,9 @@ from .state import State
 class TargetMemberHandlers(State):
     """References to members that a renamed class's target lacks."""
 
-    def _absent_member(self, nodes: list[cst.BaseExpression], root: str, q_parts: list[str], k: int,
-                       base_len: int, rule: Rule) -> bool:
+    def _absent_member(
+        self, nodes: list[cst.BaseExpression], root: str, q_parts: list[str], k: int, base_len: int, rule: Rule
+    ) -> bool:
         """Handle ``q_parts[:k]`` renamed by ``rule`` followed by member ``q_parts[k]``: True when the
         target lacks that member (the reference then keeps its old owner), False to rename as usual."""
         members = rule.get("members")
@@ -41,8 +42,15 @@ class TargetMemberHandlers(State):
         # the import that binds the root now binds the target: spell the member through its old owner
         node = nodes[k - base_len + 1]
         old = f"{old_owner}.{q_parts[k]}"
-        if self.record(node, "rename", f"{self._code(node)} -> {old} ({rule['new_name']} has no {q_parts[k]}: "
-                       f"kept on {old_owner})", rule, api=old, new=old, needs_npu=False):
+        if self.record(
+            node,
+            "rename",
+            f"{self._code(node)} -> {old} ({rule['new_name']} has no {q_parts[k]}: kept on {old_owner})",
+            rule,
+            api=old,
+            new=old,
+            needs_npu=False,
+        ):
             self.replacements[id(node)] = make_dotted(old)
             self.touched.add(root)
             self._need_root(old)

@@ -39,8 +39,19 @@ from .scopes import ScopeHandlers
 from .device_tests import DeviceTestHandlers
 
 
-class Converter(ScopeHandlers, ReferenceHandlers, CallHandlers, CommandHandlers, DeviceTestHandlers, ArgvHandlers,
-                DeviceIndexHandlers, MemberHandlers, RedirectHandlers, NamedStringHandlers,
-                TargetMemberHandlers, ReceiverHandlers, ImportHandlers):
+class Converter(
+    ScopeHandlers,
+    ReferenceHandlers,
+    CallHandlers,
+    CommandHandlers,
+    DeviceTestHandlers,
+    ArgvHandlers,
+    DeviceIndexHandlers,
+    MemberHandlers,
+    RedirectHandlers,
+    NamedStringHandlers,
+    TargetMemberHandlers,
+    ReceiverHandlers,
+    ImportHandlers,
+):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
-

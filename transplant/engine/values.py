@@ -15,8 +15,14 @@ import re
 import libcst as cst
 
 from .cst_util import code_of, dotted_parts, replace_string, string_value
-from .literals import BACKEND_NAME, DEVICE_NAME, TYPE_STRING_PREFIX, is_device_template, rewrite_backend_expr, \
-    rewrite_device_expr
+from .literals import (
+    BACKEND_NAME,
+    DEVICE_NAME,
+    TYPE_STRING_PREFIX,
+    is_device_template,
+    rewrite_backend_expr,
+    rewrite_device_expr,
+)
 from .state import State
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -39,20 +45,19 @@ class ValueHandlers(State):
 
     def _device_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
         new = rewrite_device_expr(value)
-        if new is not None and self.record(anchor, "device", "device string cuda -> npu", None,
-                                           new=code_of(new)):
+        if new is not None and self.record(anchor, "device", "device string cuda -> npu", None, new=code_of(new)):
             return new
         return None
 
     def _backend_value(self, value: cst.BaseExpression, anchor: cst.BaseExpression) -> cst.BaseExpression | None:
         new = rewrite_backend_expr(value)
-        if new is not None and self.record(anchor, "args", "collective backend nccl -> hccl", None,
-                                           new=code_of(new)):
+        if new is not None and self.record(anchor, "args", "collective backend nccl -> hccl", None, new=code_of(new)):
             return new
         return None
 
-    def _named_value(self, name: str | None, value: cst.BaseExpression,
-                     anchor: cst.BaseExpression, *, variable: bool = False) -> cst.BaseExpression | None:
+    def _named_value(
+        self, name: str | None, value: cst.BaseExpression, anchor: cst.BaseExpression, *, variable: bool = False
+    ) -> cst.BaseExpression | None:
         """The new value given to a variable, parameter or dict key called ``name``; a variable
         (or parameter) also by what the file passes it to (flow.py). A dataclass field's default,
         ``field(default="nccl")``, is the value."""
@@ -85,24 +90,33 @@ class ValueHandlers(State):
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         for target in original_node.targets:
-            new = self._named_value(self._target_name(target.target), updated_node.value, original_node.value,
-                                    variable=isinstance(target.target, cst.Name))
+            new = self._named_value(
+                self._target_name(target.target),
+                updated_node.value,
+                original_node.value,
+                variable=isinstance(target.target, cst.Name),
+            )
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
         if updated_node.value is not None:
-            new = self._named_value(self._target_name(original_node.target), updated_node.value, original_node.value,
-                                    variable=isinstance(original_node.target, cst.Name))
+            new = self._named_value(
+                self._target_name(original_node.target),
+                updated_node.value,
+                original_node.value,
+                variable=isinstance(original_node.target, cst.Name),
+            )
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
         if updated_node.default is not None:
-            new = self._named_value(original_node.name.value, updated_node.default, original_node.default,
-                                    variable=True)
+            new = self._named_value(
+                original_node.name.value, updated_node.default, original_node.default, variable=True
+            )
             if new is not None:
                 return updated_node.with_changes(default=new)
         return updated_node
@@ -121,8 +135,11 @@ class ValueHandlers(State):
     # where a checkpoint was saved).
 
     def _template(self, original_node: cst.BaseExpression, updated_node: cst.BaseExpression) -> cst.BaseExpression:
-        if (id(original_node) in self.dict_keys or id(original_node) in self.call_args
-                or not is_device_template(original_node)):
+        if (
+            id(original_node) in self.dict_keys
+            or id(original_node) in self.call_args
+            or not is_device_template(original_node)
+        ):
             return updated_node
         new = self._device_value(updated_node, original_node)
         return new if new is not None else updated_node
@@ -151,8 +168,9 @@ class ValueHandlers(State):
         if rule is not None:
             if rule.get("new_name") is None:
                 self._env_finding(original_node, value, rule)
-            elif self.record(original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value,
-                             new=rule["new_name"]):
+            elif self.record(
+                original_node, "env", f"{value} -> {rule['new_name']}", rule, api=value, new=rule["new_name"]
+            ):
                 return replace_string(updated_node, value, rule["new_name"])
         elif value is not None and value.startswith(TYPE_STRING_PREFIX) and value.endswith("Tensor"):
             # legacy type names as strings: x.type("torch.cuda.HalfTensor"), x.type() == "...",
@@ -160,8 +178,8 @@ class ValueHandlers(State):
             # as "torch.npu.<Type>"
             rule = self.rules.rename_q.get(value)
             new_name = rule["new_name"] if rule is not None else ""
-            if new_name.startswith("torch_npu.npu.") and "." not in new_name[len("torch_npu.npu."):]:
-                new = "torch.npu." + new_name[len("torch_npu.npu."):]
+            if new_name.startswith("torch_npu.npu.") and "." not in new_name[len("torch_npu.npu.") :]:
+                new = "torch.npu." + new_name[len("torch_npu.npu.") :]
                 if self.record(original_node, "rename", f"{value} -> {new}", rule, api=value, new=new):
                     return replace_string(updated_node, value, new)
         return self._named_string(original_node, updated_node)  # named_strings.py
@@ -175,5 +193,6 @@ def _field_default(value: cst.BaseExpression) -> int | None:
     parts = dotted_parts(value.func)
     if not parts or parts[-1] != "field":
         return None
-    return next((i for i, arg in enumerate(value.args) if arg.keyword is not None and arg.keyword.value == "default"),
-                None)
+    return next(
+        (i for i, arg in enumerate(value.args) if arg.keyword is not None and arg.keyword.value == "default"), None
+    )

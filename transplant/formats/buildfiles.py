@@ -56,6 +56,17 @@ def convert_build_file(path: str, data: bytes, facts: ProjectFacts = NO_FACTS) -
         message = facts_data["program_message"].format(what=what) + covers
         route = facts_data["program_route"]
     _, line, col = min(uses, key=lambda u: (u[1], u[2]))
-    record = Record(line, col, line, col, CODES["cuda_build"], "warning", "CUDA build", message, RULE,
-                    api="CUDA program" if not extension else "CUDA build", suggestion=route)
+    record = Record(
+        line,
+        col,
+        line,
+        col,
+        CODES["cuda_build"],
+        "warning",
+        "CUDA build",
+        message,
+        RULE,
+        api="CUDA program" if not extension else "CUDA build",
+        suggestion=route,
+    )
     return Conversion(None, [record])

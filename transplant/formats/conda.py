@@ -37,8 +37,9 @@ def is_environment(path: str, data: bytes) -> bool:
 
 
 def _record(line: int, col: int, length: int, code: str, api: str, message: str, suggestion: str) -> Record:
-    return Record(line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api,
-                  suggestion=suggestion)
+    return Record(
+        line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api, suggestion=suggestion
+    )
 
 
 def _items(text: str):
@@ -54,7 +55,7 @@ def _items(text: str):
             rest = top.group(2).strip()
             if rest.startswith("[") and rest.endswith("]"):  # channels: [pytorch, nvidia]
                 start = line.index("[") + 1
-                for m in re.finditer(r"[^,\[\]\s]+", line[start:line.rindex("]")]):
+                for m in re.finditer(r"[^,\[\]\s]+", line[start : line.rindex("]")]):
                     yield section, False, number, start + m.start() + 1, m.group().strip("'\"")
             continue
         item = _ITEM.match(line)
@@ -80,8 +81,17 @@ def environment_records(data: bytes) -> list[Record]:
             continue
         if section == "channels":
             if value.rstrip("/").rsplit("/", 1)[-1] in facts["channel"]["names"]:
-                records.append(_record(number, col, len(value), CODES["project_file"], value,
-                                       f"channel {value}: {facts['channel']['message']}", facts["channel"]["suggestion"]))
+                records.append(
+                    _record(
+                        number,
+                        col,
+                        len(value),
+                        CODES["project_file"],
+                        value,
+                        f"channel {value}: {facts['channel']['message']}",
+                        facts["channel"]["suggestion"],
+                    )
+                )
             continue
         if in_pip:
             pip_items.append((number, col, value))
@@ -93,27 +103,65 @@ def environment_records(data: bytes) -> list[Record]:
         name_col = col + spec.start(2)
         pypi = facts["pypi_names"].get(name, name)
         entry = package(pypi)  # a PyPI twin first: cuda-python is not a piece of the toolkit
-        conda = None if entry is not None else next((e for e in facts["packages"]
-                                                     if fnmatch.fnmatchcase(name, e["match"])), None)
+        conda = (
+            None
+            if entry is not None
+            else next((e for e in facts["packages"] if fnmatch.fnmatchcase(name, e["match"])), None)
+        )
         if pypi == "torch":
             torch_at = torch_at or (number, name_col)
             if re.search(facts["cuda_build"]["pattern"], rest):
-                records.append(_record(number, name_col, len(spec.group(2)), CODES["project_file"], "pytorch",
-                                       f"{value}: {facts['cuda_build']['message']}", facts["cuda_build"]["suggestion"]))
+                records.append(
+                    _record(
+                        number,
+                        name_col,
+                        len(spec.group(2)),
+                        CODES["project_file"],
+                        "pytorch",
+                        f"{value}: {facts['cuda_build']['message']}",
+                        facts["cuda_build"]["suggestion"],
+                    )
+                )
             continue
         if conda is not None:
-            records.append(_record(number, name_col, len(spec.group(2)), CODES["library"], conda["library"],
-                                   f"{spec.group(2)}: CUDA-only conda package", conda["route"]))
+            records.append(
+                _record(
+                    number,
+                    name_col,
+                    len(spec.group(2)),
+                    CODES["library"],
+                    conda["library"],
+                    f"{spec.group(2)}: CUDA-only conda package",
+                    conda["route"],
+                )
+            )
         elif entry is not None:
-            records.append(_record(number, name_col, len(spec.group(2)), CODES["library"], entry["library"],
-                                   f"{spec.group(2)}: {entry.get('message', 'CUDA-only package')}", entry["route"]))
+            records.append(
+                _record(
+                    number,
+                    name_col,
+                    len(spec.group(2)),
+                    CODES["library"],
+                    entry["library"],
+                    f"{spec.group(2)}: {entry.get('message', 'CUDA-only package')}",
+                    entry["route"],
+                )
+            )
     pip_records = requirement_records(pip_items)
     has_npu = any(normalise(re.split(r"[^\w.-]", v, maxsplit=1)[0]) == "torch-npu" for _, _, v in pip_items)
     if torch_at is not None:  # conda's pytorch: torch_npu comes from pip
         pip_records = [r for r in pip_records if r.api != "torch_npu"]
         if not has_npu:
-            records.append(_record(*torch_at, len("pytorch"), CODES["project_file"], "torch_npu",
-                                   facts["torch_npu"]["message"], facts["torch_npu"]["suggestion"]))
+            records.append(
+                _record(
+                    *torch_at,
+                    len("pytorch"),
+                    CODES["project_file"],
+                    "torch_npu",
+                    facts["torch_npu"]["message"],
+                    facts["torch_npu"]["suggestion"],
+                )
+            )
     records += pip_records
     records.sort(key=lambda r: (r.line, r.col))
     return records

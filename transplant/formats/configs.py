@@ -26,8 +26,9 @@ RULE = "configs.json"
 _VALUE = rb"cuda(?::\d+)?|nccl"
 # key, separator, optional quote, value, same quote; JSON pairs may share a line, the others end it
 _JSON_PAIR = re.compile(rb'"([A-Za-z_][\w.-]*)"(\s*:\s*)"(' + _VALUE + rb')"')
-_LINE_PAIR = re.compile(rb"^(\s*(?:-\s+)?)([\"']?)([A-Za-z_][\w.-]*)\2(\s*[:=]\s*)([\"']?)(" + _VALUE +
-                        rb")\5(?=\s*(?:[#;].*)?$)")
+_LINE_PAIR = re.compile(
+    rb"^(\s*(?:-\s+)?)([\"']?)([A-Za-z_][\w.-]*)\2(\s*[:=]\s*)([\"']?)(" + _VALUE + rb")\5(?=\s*(?:[#;].*)?$)"
+)
 _TOKEN = re.compile(rb"(?<![\w./-])(" + _VALUE + rb")(?![\w-])")
 
 
@@ -65,7 +66,7 @@ def _is_key(code: bytes, m: re.Match[bytes], is_json: bool) -> bool:
     """Is the token ``m`` the name of a key (``cuda: true`` under ``profiler:``, ``"cuda": false``)?
     A key named cuda is a switch that the program reads; the code that reads it is converted (or
     reported) where it is, and the key's name reaches no torch call: it is not reported."""
-    before, after = code[:m.start()], code[m.end():]
+    before, after = code[: m.start()], code[m.end() :]
     if is_json:
         return before.endswith(b'"') and re.match(rb'^"\s*:', after) is not None
     return _KEY_AFTER.match(after) is not None and _KEY_BEFORE.search(before) is not None
@@ -117,9 +118,22 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
                 continue
             col = value_at + 1
             what = "device" if kind == "device" else "args"
-            records.append(Record(number, col, number, col + len(value), CODES[what], "fix", OPERATION[what],
-                                  f"{key.decode('latin-1')}: {value.decode()} -> {new.decode()}", RULE,
-                                  api=key.decode("latin-1"), old=value.decode(), new=new.decode()))
+            records.append(
+                Record(
+                    number,
+                    col,
+                    number,
+                    col + len(value),
+                    CODES[what],
+                    "fix",
+                    OPERATION[what],
+                    f"{key.decode('latin-1')}: {value.decode()} -> {new.decode()}",
+                    RULE,
+                    api=key.decode("latin-1"),
+                    old=value.decode(),
+                    new=new.decode(),
+                )
+            )
             edits.append((value_at, value_at + len(value), new))
             changed.add(value_at)
         descriptive = _descriptive(code)
@@ -127,11 +141,22 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
             if m.start() in changed or descriptive or _is_key(code, m, is_json):
                 continue
             value = m.group(1).decode()
-            records.append(Record(number, m.start() + 1, number, m.end() + 1, CODES["project_file"], "warning",
-                                  "configuration", f"'{value}' in a configuration value that transplant does not "
-                                  "convert (the key does not plainly name a device or backend)", RULE, api=value,
-                                  suggestion="use 'npu' for a device or 'hccl' for a collective backend if this "
-                                  "value reaches torch"))
+            records.append(
+                Record(
+                    number,
+                    m.start() + 1,
+                    number,
+                    m.end() + 1,
+                    CODES["project_file"],
+                    "warning",
+                    "configuration",
+                    f"'{value}' in a configuration value that transplant does not "
+                    "convert (the key does not plainly name a device or backend)",
+                    RULE,
+                    api=value,
+                    suggestion="use 'npu' for a device or 'hccl' for a collective backend if this value reaches torch",
+                )
+            )
         pieces: list[bytes] = []
         last = 0
         for start, end, new in sorted(edits):
@@ -150,9 +175,14 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
 def may_convert(path: str, data: bytes, session: Session) -> bool:
     """Can the conversion find anything in ``data``? (dependency lists are always read)"""
     pattern = env_pattern(session.rules)
-    return (b"cuda" in data or b"nccl" in data or _name(path) in DEPENDENCY_FILES
-            or (pattern is not None and pattern.search(data) is not None)
-            or framework_configs.may_match(data) or conda.is_environment(path, data))
+    return (
+        b"cuda" in data
+        or b"nccl" in data
+        or _name(path) in DEPENDENCY_FILES
+        or (pattern is not None and pattern.search(data) is not None)
+        or framework_configs.may_match(data)
+        or conda.is_environment(path, data)
+    )
 
 
 def convert(path: str, data: bytes, session: Session) -> Conversion:

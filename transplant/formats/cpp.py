@@ -62,22 +62,58 @@ def convert_cpp(path: str, data: bytes, facts: ProjectFacts = NO_FACTS) -> Conve
             message = f"{name}: custom CUDA operator registered here ({where}); it has no NPU kernel"
         else:
             message = f"{name}: custom C++ operator registered here ({where}); check that it accepts NPU tensors"
-        route = NPU_ROUTE + ("; register its NPU kernel under the PrivateUse1 dispatch key"
-                             if reg.macro != "PYBIND11_MODULE" else "")
-        records.append(Record(reg.line, reg.col, reg.line, reg.col + len(reg.method) + 2, CODES["custom_op"],
-                              "warning" if cuda else "note", "custom operator", message, RULE, api=name,
-                              suggestion=route))
+        route = NPU_ROUTE + (
+            "; register its NPU kernel under the PrivateUse1 dispatch key" if reg.macro != "PYBIND11_MODULE" else ""
+        )
+        records.append(
+            Record(
+                reg.line,
+                reg.col,
+                reg.line,
+                reg.col + len(reg.method) + 2,
+                CODES["custom_op"],
+                "warning" if cuda else "note",
+                "custom operator",
+                message,
+                RULE,
+                api=name,
+                suggestion=route,
+            )
+        )
     if scan.registrations or not cpp_ops.is_cuda(path) or facts.cuda_owner(path):
         return Conversion(None, records)  # a CUDA build file names its sources once
     main = main_line(data)
     if main:
         facts_data = project_data("cuda_programs.json")
         kernels = f" and {scan.kernels} __global__ kernel(s)" if scan.kernels else ""
-        records.append(Record(main, 1, main, 1, CODES["cuda_build"], "warning", "CUDA build",
-                              facts_data["main_message"].format(kernels=kernels), "cuda_programs.json",
-                              api="CUDA program", suggestion=facts_data["program_route"]))
+        records.append(
+            Record(
+                main,
+                1,
+                main,
+                1,
+                CODES["cuda_build"],
+                "warning",
+                "CUDA build",
+                facts_data["main_message"].format(kernels=kernels),
+                "cuda_programs.json",
+                api="CUDA program",
+                suggestion=facts_data["program_route"],
+            )
+        )
     elif scan.kernels:
-        records.append(Record(1, 1, 1, 1, CODES["custom_op"], "warning", "custom operator",
-                              f"CUDA source with {scan.kernels} __global__ kernel(s), compiled by nvcc only", RULE,
-                              suggestion=NPU_ROUTE))
+        records.append(
+            Record(
+                1,
+                1,
+                1,
+                1,
+                CODES["custom_op"],
+                "warning",
+                "custom operator",
+                f"CUDA source with {scan.kernels} __global__ kernel(s), compiled by nvcc only",
+                RULE,
+                suggestion=NPU_ROUTE,
+            )
+        )
     return Conversion(None, records)

@@ -46,15 +46,39 @@ def convert_dockerfile(data: bytes, rules: RuleSet) -> Conversion:
             for entry in facts["images"]:
                 if fnmatch.fnmatchcase(image.lower(), entry["match"]):
                     col = m.start(1) + 1
-                    records.append(Record(number, col, number, col + len(image), CODES["project_file"], "warning",
-                                          "base image", f"{image}: {entry['message']}", RULE, api=image,
-                                          suggestion=facts["image_suggestion"]))
+                    records.append(
+                        Record(
+                            number,
+                            col,
+                            number,
+                            col + len(image),
+                            CODES["project_file"],
+                            "warning",
+                            "base image",
+                            f"{image}: {entry['message']}",
+                            RULE,
+                            api=image,
+                            suggestion=facts["image_suggestion"],
+                        )
+                    )
                     break
         for v in runtime.finditer(line):
             name = v.group(1).decode()
-            records.append(Record(number, v.start() + 1, number, v.end() + 1, CODES["project_file"], "warning",
-                                  "container runtime", f"{name}: {facts['runtime_message']}", RULE, api=name,
-                                  suggestion=facts["runtime_suggestion"]))
+            records.append(
+                Record(
+                    number,
+                    v.start() + 1,
+                    number,
+                    v.end() + 1,
+                    CODES["project_file"],
+                    "warning",
+                    "container runtime",
+                    f"{name}: {facts['runtime_message']}",
+                    RULE,
+                    api=name,
+                    suggestion=facts["runtime_suggestion"],
+                )
+            )
     records += pip_records(data)
     records.sort(key=lambda r: (r.line, r.col))
     return Conversion(shell.new, records)

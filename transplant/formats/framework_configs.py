@@ -21,7 +21,9 @@ from ..resources import project_data
 
 WORDS = (b"distributed_type", b"attn_implementation", b"accelerator")
 # key, then value: a YAML/INI line ``key: value`` (quotes optional) or a JSON pair anywhere on the line
-_YAML = re.compile(rb"^[ \t]*(?:-[ \t]+)?([\"']?)([A-Za-z_]\w*)\1[ \t]*:[ \t]*([\"']?)([A-Za-z_][\w]*)\3[ \t]*(?:#.*)?\r?\n?$")
+_YAML = re.compile(
+    rb"^[ \t]*(?:-[ \t]+)?([\"']?)([A-Za-z_]\w*)\1[ \t]*:[ \t]*([\"']?)([A-Za-z_][\w]*)\3[ \t]*(?:#.*)?\r?\n?$"
+)
 _JSON = re.compile(rb'"([A-Za-z_]\w*)"\s*:\s*"([A-Za-z_]\w*)"')
 _KEY = re.compile(rb"^[ \t]*[\"']?([A-Za-z_]\w*)[\"']?[ \t]*:", re.MULTILINE)
 
@@ -68,8 +70,22 @@ def framework_config(path: str, data: bytes) -> Conversion:
             col = at + 1
             if key == accelerate["key"] and value == accelerate["old"] and convert_accelerate:
                 new = accelerate["new"]
-                records.append(Record(number, col, number, col + len(value), CODES["args"], "fix", OPERATION["args"],
-                                      f"{key}: {value} -> {new}", RULE, api=key, old=value, new=new))
+                records.append(
+                    Record(
+                        number,
+                        col,
+                        number,
+                        col + len(value),
+                        CODES["args"],
+                        "fix",
+                        OPERATION["args"],
+                        f"{key}: {value} -> {new}",
+                        RULE,
+                        api=key,
+                        old=value,
+                        new=new,
+                    )
+                )
                 edit = (at, at + len(value), new.encode())
             elif key in facts["attention"]["keys"]:
                 found = attention_record([], _At(number, at, len(value)), value)
@@ -77,7 +93,7 @@ def framework_config(path: str, data: bytes) -> Conversion:
                     records.append(found)
             elif key == lightning["keyword"] and value in lightning["values"]:
                 records.append(lightning_record([], _At(number, at, len(value)), value))
-        out.append(line[:edit[0]] + edit[2] + line[edit[1]:] if edit else line)
+        out.append(line[: edit[0]] + edit[2] + line[edit[1] :] if edit else line)
     new = b"".join(out)
     return Conversion(new if new != data else None, records)
 

@@ -19,7 +19,7 @@ _QUOTED = re.compile(r"""(["'])([A-Za-z0-9][^"'\n]*)\1""")
 
 def _strip_comment(text: str) -> str:
     cut = re.search(r"(^|\s)#", text)
-    return text[:cut.start()] if cut else text
+    return text[: cut.start()] if cut else text
 
 
 def convert_requirements(data: bytes) -> Conversion:
@@ -41,7 +41,7 @@ def pip_install_items(number: int, line: str) -> list[tuple[int, int, str]]:
     if not m:
         return []
     items = []
-    for word in re.finditer(r"\S+", line[m.end():]):
+    for word in re.finditer(r"\S+", line[m.end() :]):
         text = word.group().strip("\"'")
         if text in ("&&", ";", "||", "|", "\\"):
             break
@@ -90,7 +90,7 @@ def pyproject_items(text: str) -> list[tuple[int, int, str]]:
             continue
         key = re.match(r"^\s*([A-Za-z0-9_.-]+|\"[^\"]+\")\s*=(?!=)", line)  # not "pkg==1.0" in an array
         if key:
-            array_key = key.group(1).strip('"') if "[" in line[key.end():] else ""
+            array_key = key.group(1).strip('"') if "[" in line[key.end() :] else ""
             if table.endswith("dependencies") and table.startswith("tool.poetry") and not array_key:
                 items.append((number, key.start(1) + 1, key.group(1).strip('"')))
                 continue
@@ -116,8 +116,9 @@ def setup_cfg_items(text: str) -> list[tuple[int, int, str]]:
             continue
         key = re.match(r"^([A-Za-z0-9_.-]+)\s*[=:]\s*(.*)$", line)
         if key:
-            collecting = section == "options.extras_require" or (section == "options" and key.group(1) in
-                                                                    ("install_requires", "setup_requires"))
+            collecting = section == "options.extras_require" or (
+                section == "options" and key.group(1) in ("install_requires", "setup_requires")
+            )
             rest = key.group(2)
             if collecting and rest.strip():
                 items.append((number, len(line) - len(rest) + 1, rest))

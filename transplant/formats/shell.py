@@ -22,8 +22,14 @@ def env_pattern(rules: RuleSet) -> "re.Pattern[bytes] | None":
     return re.compile(rb"(?<![A-Za-z0-9_])(" + b"|".join(names) + rb")(?![A-Za-z0-9_])") if names else None
 
 
-def env_edits(rules: RuleSet, pattern: "re.Pattern[bytes]", code: bytes, number: int,
-              records: list[Record], comment: int | None = None) -> list[tuple[int, int, bytes]]:
+def env_edits(
+    rules: RuleSet,
+    pattern: "re.Pattern[bytes]",
+    code: bytes,
+    number: int,
+    records: list[Record],
+    comment: int | None = None,
+) -> list[tuple[int, int, bytes]]:
     """The environment variables of one line: a record for each (a rename, or a finding for a variable
     without counterpart unless it is in the comment starting at ``comment``), and the renames' edits."""
     edits: list[tuple[int, int, bytes]] = []
@@ -39,12 +45,32 @@ def env_edits(rules: RuleSet, pattern: "re.Pattern[bytes]", code: bytes, number:
             if comment is None or match.start() < comment:  # a variable named in a comment configures nothing
                 level = rule.get("level", "note")
                 kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
-                records.append(Record(*where, CODES[kind], level, "",
-                                      f"{old}: {rule.get('message', 'has no effect on NPU')}", rule.origin,
-                                      api=old, suggestion=rule.get("suggestion", "")))
+                records.append(
+                    Record(
+                        *where,
+                        CODES[kind],
+                        level,
+                        "",
+                        f"{old}: {rule.get('message', 'has no effect on NPU')}",
+                        rule.origin,
+                        api=old,
+                        suggestion=rule.get("suggestion", ""),
+                    )
+                )
             continue
-        records.append(Record(*where, CODES["env"], "fix", OPERATION["env"], f"{old} -> {new_name}", rule.origin,
-                              api=old, old=old, new=new_name))
+        records.append(
+            Record(
+                *where,
+                CODES["env"],
+                "fix",
+                OPERATION["env"],
+                f"{old} -> {new_name}",
+                rule.origin,
+                api=old,
+                old=old,
+                new=new_name,
+            )
+        )
         edits.append((match.start(), match.end(), new_name.encode()))
     return edits
 
@@ -65,11 +91,23 @@ def convert_shell(data: bytes, rules: RuleSet) -> Conversion:
         comment = _comment_start(line)
         edits = env_edits(rules, pattern, line, number, records, comment) if pattern is not None else []
         for edit in value_edits(line[:comment]):
-            col = len(line[:edit.start].decode("utf-8", "replace")) + 1
+            col = len(line[: edit.start].decode("utf-8", "replace")) + 1
             what = "device string" if edit.kind == "device" else "collective backend"
-            records.append(Record(number, col, number, col + len(edit.old), CODES[edit.kind], "fix",
-                                  OPERATION[edit.kind], f"{what} {edit.old} -> {edit.new}", "builtin",
-                                  old=edit.old, new=edit.new))
+            records.append(
+                Record(
+                    number,
+                    col,
+                    number,
+                    col + len(edit.old),
+                    CODES[edit.kind],
+                    "fix",
+                    OPERATION[edit.kind],
+                    f"{what} {edit.old} -> {edit.new}",
+                    "builtin",
+                    old=edit.old,
+                    new=edit.new,
+                )
+            )
             edits.append((edit.start, edit.end, edit.new.encode()))
         pieces: list[bytes] = []
         last = 0
@@ -93,9 +131,19 @@ def command_record(rule: Rule, line: int, col: int, *, why: str = "") -> Record:
     """The finding of a command that is not replaced (TP207): run with arguments, its output read by
     a program (``why``), or a command without an NPU counterpart."""
     name = rule["old_name"]
-    return Record(line, col, line, col + len(name), CODES["project_file"], "warning", "shell command",
-                  f"{name}: {rule.get('message', 'CUDA-only command')}{why}", rule.origin, api=name,
-                  suggestion=rule.get("suggestion", ""))
+    return Record(
+        line,
+        col,
+        line,
+        col + len(name),
+        CODES["project_file"],
+        "warning",
+        "shell command",
+        f"{name}: {rule.get('message', 'CUDA-only command')}{why}",
+        rule.origin,
+        api=name,
+        suggestion=rule.get("suggestion", ""),
+    )
 
 
 def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
@@ -119,9 +167,22 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
             col = len(line[:start].decode("utf-8", "replace")) + 1
             if rule.get("new_name") and not args:
                 new = rule["new_name"]
-                records.append(Record(number, col, number, col + len(name), CODES["command"], "fix",
-                                      OPERATION["command"], f"{name} -> {new}", rule.origin, api=name, old=name,
-                                      new=new))
+                records.append(
+                    Record(
+                        number,
+                        col,
+                        number,
+                        col + len(name),
+                        CODES["command"],
+                        "fix",
+                        OPERATION["command"],
+                        f"{name} -> {new}",
+                        rule.origin,
+                        api=name,
+                        old=name,
+                        new=new,
+                    )
+                )
                 pieces += [line[last:start], new.encode()]
                 last = end
             else:

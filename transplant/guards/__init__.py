@@ -34,14 +34,27 @@ from .sites import Sites
 CUDA_SOURCE = re.compile(rb"\.cuh?['\"]")  # "kernel.cu" ("torch.cuda" is not one)
 # a string naming a GPU package or TensorFlow (whose pip build is the GPU one)
 PACKAGE = re.compile(rb"(?<![-\w])[a-z][\w.]*-gpu\b|_gpu['\"]|['\"]tensorflow|\[cuda|cupy-cuda|mxnet-cu")
-WORDS = (b"cuda_sources", b"extra_cuda_cflags", b"cpp_extension", b"triton", b"ExecutionProvider",
-         b"tensorrt", b"torch.ops", b"get_device_capability", b"get_device_properties", b"get_device_name",
-         b"version.cuda", b"version.hip")
+WORDS = (
+    b"cuda_sources",
+    b"extra_cuda_cflags",
+    b"cpp_extension",
+    b"triton",
+    b"ExecutionProvider",
+    b"tensorrt",
+    b"torch.ops",
+    b"get_device_capability",
+    b"get_device_properties",
+    b"get_device_name",
+    b"version.cuda",
+    b"version.hip",
+)
 Span = tuple[int, int, int, int]
 KINDS = {
     "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; on an NPU the other path is taken"),
-    "raise": ("warning", "device test kept as a CUDA test: it refuses what is not CUDA in front of {what}; on an NPU "
-              "it raises"),
+    "raise": (
+        "warning",
+        "device test kept as a CUDA test: it refuses what is not CUDA in front of {what}; on an NPU it raises",
+    ),
     "assert": ("warning", "device test kept as a CUDA precondition of {what}; on an NPU the assert fails"),
     "skip": ("note", "skip condition kept as CUDA: the test exercises {what}, so it is skipped on an NPU"),
     "flag": ("note", "flag `{flag}` kept as the CUDA test: it chooses {what}; on an NPU it is False"),
@@ -91,10 +104,11 @@ def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> 
     if any(word in source for word in WORDS) or CUDA_SOURCE.search(source) or PACKAGE.search(source):
         return True
     # a library's first and last name parts (nvidia and dali: also "from nvidia import dali")
-    return any(all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
-               and (module.split(".")[0] != "cuda" or _CUDA_PYTHON.search(source))
-               for module in rules.library_q) or (
-        bool(facts.modules or facts.namespaces) and facts.may_match(source))
+    return any(
+        all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
+        and (module.split(".")[0] != "cuda" or _CUDA_PYTHON.search(source))
+        for module in rules.library_q
+    ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
 
 
 def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Guards | None:
@@ -120,16 +134,30 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
 
     def span(node) -> Span:
         end = node.end_lineno or node.lineno
-        return (node.lineno, column(lines, node.lineno, node.col_offset), end,
-                column(lines, end, node.end_col_offset or 0))
+        return (
+            node.lineno,
+            column(lines, node.lineno, node.col_offset),
+            end,
+            column(lines, end, node.end_col_offset or 0),
+        )
 
     def keep(node) -> None:
         guards.spans.append(span(node))
         guards.names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
 
     def add(node, code: str, level: str, message: str, suggestion: str, api: str) -> None:
-        guards.records.append(Record(*span(node), code=code, level=level, operation="", message=message,
-                                     rule="builtin:guards", api=api, suggestion=suggestion))
+        guards.records.append(
+            Record(
+                *span(node),
+                code=code,
+                level=level,
+                operation="",
+                message=message,
+                rule="builtin:guards",
+                api=api,
+                suggestion=suggestion,
+            )
+        )
 
     guarded: set[str] = set()  # where the capability queries are that a kept test guards
     said: set[int] = set()  # predicates' tests already reported
@@ -145,8 +173,14 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         message = template.format(what=what, flag=site.flag)
         routes = list(dict.fromkeys(r.route for r in site.reasons if r.route))
         if tools:  # a CUDA-only tool is chosen: an NPU host must not install or run it
-            add(site.node, CODES["tool_flag"], "warning", message + "; an NPU route: " + "; ".join(routes), "; ".join(
-                routes), sites.spelling(site.node))
+            add(
+                site.node,
+                CODES["tool_flag"],
+                "warning",
+                message + "; an NPU route: " + "; ".join(routes),
+                "; ".join(routes),
+                sites.spelling(site.node),
+            )
             continue
         if any(r.kind in ("build", "extension", "triton", "library") for r in site.reasons):
             message += "; porting that kernel to the NPU is what would give NPU the fast path (then test for NPU here)"
@@ -155,35 +189,62 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
             if id(node) in said:
                 continue
             said.add(id(node))
-            add(node, CODES["guard"], "note", f"device test kept as a CUDA test: the test at line {site.node.lineno} "
-                "that calls this function chooses CUDA-only code by it", "", sites.spelling(node))
+            add(
+                node,
+                CODES["guard"],
+                "note",
+                f"device test kept as a CUDA test: the test at line {site.node.lineno} "
+                "that calls this function chooses CUDA-only code by it",
+                "",
+                sites.spelling(node),
+            )
     for probe in found:
         if probe.keep is not None:
             keep(probe.keep)
         guarded_here = f"line {probe.node.lineno}" in guarded
-        guard = ("; its CUDA guard stays, so an NPU run takes the other path" if guarded_here else
-                 "; it has no CUDA guard: on an NPU host it raises, put it behind torch.cuda.is_available()")
+        guard = (
+            "; its CUDA guard stays, so an NPU run takes the other path"
+            if guarded_here
+            else "; it has no CUDA guard: on an NPU host it raises, put it behind torch.cuda.is_available()"
+        )
         if probe.code == "capability":
-            message = ("torch.cuda.get_device_capability() is read as a number: kept as the CUDA query "
-                       "(torch_npu.npu.get_device_capability() returns None, so a comparison, index or unpacking "
-                       "of it would raise TypeError)")
+            message = (
+                "torch.cuda.get_device_capability() is read as a number: kept as the CUDA query "
+                "(torch_npu.npu.get_device_capability() returns None, so a comparison, index or unpacking "
+                "of it would raise TypeError)"
+            )
             add(probe.node, CODES["capability"], "warning", message + guard, probe.suggestion, probe.api)
         else:
-            add(probe.node, CODES["probe"], probe.level, probe.message + (guard if probe.keep is not None else ""),
-                probe.suggestion, probe.api)
+            add(
+                probe.node,
+                CODES["probe"],
+                probe.level,
+                probe.message + (guard if probe.keep is not None else ""),
+                probe.suggestion,
+                probe.api,
+            )
             if probe.risk:
                 guards.risks[probe.node.lineno] = probe.risk
         if probe.replaces:
             guards.replaces.add((probe.node.lineno, probe.api))
     for node in nodes:  # an import of a name that stays a CUDA name is not rewritten: no rename finding
         if isinstance(node, ast.ImportFrom):
-            kept_names = {local: qualified for local, qualified in import_bindings(node).items()
-                          if local in guards.names and qualified.startswith("torch.cuda")}
+            kept_names = {
+                local: qualified
+                for local, qualified in import_bindings(node).items()
+                if local in guards.names and qualified.startswith("torch.cuda")
+            }
             if kept_names:
                 guards.replaces.update((node.lineno, qualified) for qualified in kept_names.values())
-                add(node, CODES["guard"], "note", f"import left as it is: {', '.join(sorted(kept_names))} is used in "
-                    "code kept as a CUDA test or query (so that an NPU run takes the other path)", "",
-                    ", ".join(sorted(kept_names.values())))
+                add(
+                    node,
+                    CODES["guard"],
+                    "note",
+                    f"import left as it is: {', '.join(sorted(kept_names))} is used in "
+                    "code kept as a CUDA test or query (so that an NPU run takes the other path)",
+                    "",
+                    ", ".join(sorted(kept_names.values())),
+                )
     return guards
 
 

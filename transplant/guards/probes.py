@@ -27,8 +27,10 @@ from .reach import CAPABILITY_ROUTE, Reason
 CAPABILITY = "torch.cuda.get_device_capability"
 PROPERTIES = "torch.cuda.get_device_properties"
 DEVICE_NAME = "torch.cuda.get_device_name"
-VERSIONS = {"torch.version.cuda": "the CUDA version torch was built with", "torch.version.hip":
-            "the ROCm (HIP) version torch was built with"}
+VERSIONS = {
+    "torch.version.cuda": "the CUDA version torch was built with",
+    "torch.version.hip": "the ROCm (HIP) version torch was built with",
+}
 # what each CUDA/ROCm field of the device properties is, and what to use on an NPU
 FIELDS = {
     "major": "the CUDA compute capability (major)",
@@ -40,12 +42,13 @@ FIELD_ROUTE = {
     "major": CAPABILITY_ROUTE,
     "minor": CAPABILITY_ROUTE,
     "multi_processor_count": "an NPU's properties give its AI cores (cube_core_num, vector_core_num) instead; a grid "
-                             "sized for SMs needs retuning",
+    "sized for SMs needs retuning",
     "gcnArchName": "this is a ROCm test: on an NPU the branch for other devices applies; test torch_npu itself "
-                   "(torch_npu.npu.get_device_name()) where NPU needs its own branch",
+    "(torch_npu.npu.get_device_name()) where NPU needs its own branch",
 }
-GPU_MODEL = re.compile(r"\b(?:[AHV]\d00|H800|A800|T4|L4|L40S?|RTX|GTX|Tesla|NVIDIA|GeForce|Quadro|MI\d{2,3}X?|AMD|Radeon)",
-                       re.IGNORECASE)
+GPU_MODEL = re.compile(
+    r"\b(?:[AHV]\d00|H800|A800|T4|L4|L40S?|RTX|GTX|Tesla|NVIDIA|GeForce|Quadro|MI\d{2,3}X?|AMD|Radeon)", re.IGNORECASE
+)
 NUMBER_PARENTS = (ast.Compare, ast.BinOp, ast.Starred, ast.Subscript)
 
 
@@ -62,8 +65,9 @@ class Probe:
     keep: ast.AST | None = None  # the CUDA query that stays a CUDA query
 
 
-def probes(tree: ast.Module, names: dict[str, str], nodes: list[ast.AST],
-           parents: dict[int, ast.AST]) -> tuple[list[Probe], dict[int, Reason]]:
+def probes(
+    tree: ast.Module, names: dict[str, str], nodes: list[ast.AST], parents: dict[int, ast.AST]
+) -> tuple[list[Probe], dict[int, Reason]]:
     """The probes of a file (``nodes``: all of its nodes, ``parents``: the parent of each), and the
     capability queries read as numbers (id of the call -> Reason)."""
     calls: dict[str, list[ast.Call]] = {CAPABILITY: [], PROPERTIES: [], DEVICE_NAME: []}
@@ -81,37 +85,67 @@ def probes(tree: ast.Module, names: dict[str, str], nodes: list[ast.AST],
     for call in calls[CAPABILITY]:
         uses = _uses(call, parents, tree)
         if any(_numeric(use, parents) for use in uses):
-            numbers[id(call)] = Reason("capability", "a CUDA compute capability read as a number", f"line {call.lineno}",
-                                       CAPABILITY_ROUTE)
+            numbers[id(call)] = Reason(
+                "capability", "a CUDA compute capability read as a number", f"line {call.lineno}", CAPABILITY_ROUTE
+            )
             out.append(Probe(call, "capability", "warning", "", CAPABILITY_ROUTE, CAPABILITY, replaces=True, keep=call))
     for call in calls[PROPERTIES]:
-        reads = [parent for use in _uses(call, parents, tree)
-                 if isinstance(parent := parents.get(id(use)), ast.Attribute) and parent.attr in FIELDS]
+        reads = [
+            parent
+            for use in _uses(call, parents, tree)
+            if isinstance(parent := parents.get(id(use)), ast.Attribute) and parent.attr in FIELDS
+        ]
         if not reads:
             continue
         fields = list(dict.fromkeys(read.attr for read in reads))
-        numbers[id(call)] = Reason("capability", f"CUDA device properties (.{fields[0]})", f"line {call.lineno}",
-                                   FIELD_ROUTE[fields[0]])
+        numbers[id(call)] = Reason(
+            "capability", f"CUDA device properties (.{fields[0]})", f"line {call.lineno}", FIELD_ROUTE[fields[0]]
+        )
         said = "; ".join(f".{f}: {FIELDS[f]}" for f in fields)
         lines = sorted({read.lineno for read in reads if read.lineno != call.lineno})
         at = f" (read at line {', '.join(map(str, lines))})" if lines else ""
-        out.append(Probe(call, "probe", "warning", f"torch.cuda.get_device_properties(...) is read for CUDA or ROCm "
-                         f"facts{at}: {said}; an NPU's device properties have no such field, so the CUDA query is kept",
-                         "; ".join(dict.fromkeys(FIELD_ROUTE[f] for f in fields)), PROPERTIES, keep=call))
+        out.append(
+            Probe(
+                call,
+                "probe",
+                "warning",
+                f"torch.cuda.get_device_properties(...) is read for CUDA or ROCm "
+                f"facts{at}: {said}; an NPU's device properties have no such field, so the CUDA query is kept",
+                "; ".join(dict.fromkeys(FIELD_ROUTE[f] for f in fields)),
+                PROPERTIES,
+                keep=call,
+            )
+        )
     for call in calls[DEVICE_NAME]:
         if _names_gpu_model(call, parents):
-            out.append(Probe(call, "probe", "warning", "torch.cuda.get_device_name() is compared with a GPU model: an "
-                             "NPU's name (Ascend...) never matches, so an NPU run takes the other branch",
-                             "check that branch is right for NPU, or test torch_npu.npu.get_device_name() for the "
-                             "Ascend model", DEVICE_NAME,
-                             risk="the device name is compared with a GPU model, which an NPU's name never matches"))
+            out.append(
+                Probe(
+                    call,
+                    "probe",
+                    "warning",
+                    "torch.cuda.get_device_name() is compared with a GPU model: an "
+                    "NPU's name (Ascend...) never matches, so an NPU run takes the other branch",
+                    "check that branch is right for NPU, or test torch_npu.npu.get_device_name() for the Ascend model",
+                    DEVICE_NAME,
+                    risk="the device name is compared with a GPU model, which an NPU's name never matches",
+                )
+            )
     for attr in versions:
         if _in_test(attr, parents):
             qualified = qualify(attr, names) or ""
-            out.append(Probe(attr, "probe", "note", f"{qualified} is {VERSIONS[qualified]}; it is None with the torch "
-                             "build used with torch_npu, so an NPU run takes the branch for builds without it",
-                             "right when the branch is CUDA- or ROCm-specific; where it stands for 'a GPU is present', "
-                             "test torch_npu.npu.is_available() as well", qualified, replaces=True))
+            out.append(
+                Probe(
+                    attr,
+                    "probe",
+                    "note",
+                    f"{qualified} is {VERSIONS[qualified]}; it is None with the torch "
+                    "build used with torch_npu, so an NPU run takes the branch for builds without it",
+                    "right when the branch is CUDA- or ROCm-specific; where it stands for 'a GPU is present', "
+                    "test torch_npu.npu.is_available() as well",
+                    qualified,
+                    replaces=True,
+                )
+            )
     return out, numbers
 
 
@@ -125,8 +159,10 @@ def _uses(call: ast.Call, parents: dict[int, ast.AST], tree: ast.Module) -> list
     while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
         scope = parents.get(id(scope))
     scope = scope if scope is not None else tree
-    return [call, *(n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name
-                    and isinstance(n.ctx, ast.Load))]
+    return [
+        call,
+        *(n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)),
+    ]
 
 
 def _numeric(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
@@ -142,8 +178,14 @@ def _numeric(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
 def _names_gpu_model(call: ast.Call, parents: dict[int, ast.AST]) -> bool:
     """``"A100" in get_device_name()``, ``get_device_name() == "..."``, ``get_device_name().startswith("NVIDIA")``."""
     parent = parents.get(id(call))
-    if isinstance(parent, ast.Attribute) and parent.attr in ("startswith", "endswith", "find", "count", "lower",
-                                                              "upper"):
+    if isinstance(parent, ast.Attribute) and parent.attr in (
+        "startswith",
+        "endswith",
+        "find",
+        "count",
+        "lower",
+        "upper",
+    ):
         grand = parents.get(id(parent))
         if parent.attr in ("lower", "upper") and isinstance(grand, ast.Call):
             return _names_gpu_model(grand, parents)
@@ -152,8 +194,11 @@ def _names_gpu_model(call: ast.Call, parents: dict[int, ast.AST]) -> bool:
         strings = [parent.left, *parent.comparators]
     else:
         return False
-    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and GPU_MODEL.search(n.value)
-               for s in strings for n in ast.walk(s))
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and GPU_MODEL.search(n.value)
+        for s in strings
+        for n in ast.walk(s)
+    )
 
 
 def _in_test(node: ast.AST, parents: dict[int, ast.AST]) -> bool:

@@ -22,17 +22,23 @@ from ..project.builds import CUDA_SOURCE, NPU_ROUTE, find_builds
 from ..project.pynames import dotted, import_bindings, qualify
 from ..rules import RuleSet
 
-TRITON_ROUTE = ("triton-ascend (PyPI triton-ascend, Ascend's Triton backend for Atlas A2/A3) runs Triton kernels "
-                "on the NPU; grid and block sizes often need adapting")
-ORT_ROUTE = ("onnxruntime's CANNExecutionProvider (an onnxruntime build with the CANN execution provider) runs "
-             "ONNX models on Ascend NPUs")
+TRITON_ROUTE = (
+    "triton-ascend (PyPI triton-ascend, Ascend's Triton backend for Atlas A2/A3) runs Triton kernels "
+    "on the NPU; grid and block sizes often need adapting"
+)
+ORT_ROUTE = (
+    "onnxruntime's CANNExecutionProvider (an onnxruntime build with the CANN execution provider) runs "
+    "ONNX models on Ascend NPUs"
+)
 TENSORRT_ROUTE = "TensorRT has no NPU build; Ascend's ATC tool converts ONNX models to offline .om models"
 GPU_BUILD_ROUTE = "install the framework's CPU build on an NPU host (its GPU build needs CUDA)"
 CAPABILITY_ROUTE = "test the feature itself (torch_npu.npu.is_bf16_supported()) rather than a CUDA compute capability"
 # onnxruntime providers that need CUDA, and package names of GPU builds of other frameworks
 CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
-GPU_PACKAGE = re.compile(r"(?<![\w-])(onnxruntime-gpu|onnxruntime_gpu|tensorflow-gpu|tensorflow\[and-cuda\]|faiss-gpu"
-                         r"|paddlepaddle-gpu|jax\[cuda\w*\]|mxnet-cu\d+|cupy-cuda\w*)(?![\w-])")
+GPU_PACKAGE = re.compile(
+    r"(?<![\w-])(onnxruntime-gpu|onnxruntime_gpu|tensorflow-gpu|tensorflow\[and-cuda\]|faiss-gpu"
+    r"|paddlepaddle-gpu|jax\[cuda\w*\]|mxnet-cu\d+|cupy-cuda\w*)(?![\w-])"
+)
 TENSORFLOW = re.compile(r"^tensorflow(?:\s*[<>=!~].*)?$")
 CUDA_BUILD_KEYWORDS = frozenset({"cuda_sources", "extra_cuda_cflags"})
 
@@ -55,8 +61,17 @@ class Reason:
 class Reach:
     """The CUDA-only code of one file, and what a list of nodes reaches of it."""
 
-    def __init__(self, tree: ast.Module, names: dict[str, str], rules: RuleSet, facts: ProjectFacts,
-                 capability_uses: dict[int, Reason], nodes: list[ast.AST], *, builds: bool = True) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        names: dict[str, str],
+        rules: RuleSet,
+        facts: ProjectFacts,
+        capability_uses: dict[int, Reason],
+        nodes: list[ast.AST],
+        *,
+        builds: bool = True,
+    ) -> None:
         self.names = names
         self.rules = rules
         self.facts = facts
@@ -67,12 +82,14 @@ class Reach:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
             if isinstance(stmt, ast.ClassDef):
-                self.methods[stmt.name] = {s.name: s for s in stmt.body
-                                           if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                self.methods[stmt.name] = {
+                    s.name: s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
         self.triton: dict[str, int] = {}  # Triton kernels defined here -> line
         for node in nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    self._is_triton(qualify(_decorator_callee(d), names)) for d in node.decorator_list):
+                self._is_triton(qualify(_decorator_callee(d), names)) for d in node.decorator_list
+            ):
                 self.triton[node.name] = node.lineno
         # (cpp_extension's builders need that word in the source)
         self.builds = {(b.line, b.col_offset): b for b in find_builds(tree, names) if b.cuda} if builds else {}
@@ -83,8 +100,9 @@ class Reach:
                 if found is not None:
                     for target in node.targets:
                         if isinstance(target, ast.Name):
-                            self.built[target.id] = Reason("extension", f"the extension {target.id} built by "
-                                                           f"{found.what}", found.where, NPU_ROUTE)
+                            self.built[target.id] = Reason(
+                                "extension", f"the extension {target.id} built by {found.what}", found.where, NPU_ROUTE
+                            )
         self._memo: dict[int, tuple[Reason, ...]] = {}
         self._busy: set[int] = set()
 
@@ -137,8 +155,12 @@ class Reach:
         """A function or class of this file that ``node`` names (``f``, ``Cls.apply``, ``self.meth``)."""
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in self.names:
             return self.defs.get(node.id) if node.id not in self.triton else None  # a kernel is one reason
-        if (isinstance(node, ast.Attribute) and klass is not None and isinstance(node.value, ast.Name)
-                and node.value.id in ("self", "cls", klass)):
+        if (
+            isinstance(node, ast.Attribute)
+            and klass is not None
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls", klass)
+        ):
             return self.methods.get(klass, {}).get(node.attr)
         return None
 
@@ -176,8 +198,9 @@ class Reach:
             return Reason("tool", "TensorRT", where, TENSORRT_ROUTE)
         rule = self.rules.library_of(qualified)
         if rule is not None:
-            return Reason("library", f"{qualified}, a CUDA-only library ({rule['module']})", where,
-                          rule.get("suggestion", ""))
+            return Reason(
+                "library", f"{qualified}, a CUDA-only library ({rule['module']})", where, rule.get("suggestion", "")
+            )
         parts = qualified.lstrip(".").split(".")
         if qualified.startswith("torch.ops.") and len(parts) > 2:
             space = self.facts.namespace(parts[2])
@@ -211,8 +234,11 @@ class Reach:
                 return Reason("build", f"a runtime CUDA build ({kw.arg}=)", where, NPU_ROUTE)
         for arg in [*call.args, *(kw.value for kw in call.keywords)]:
             for node in ast.walk(arg):
-                if (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                        and node.value.lower().endswith(CUDA_SOURCE)):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and node.value.lower().endswith(CUDA_SOURCE)
+                ):
                     callee = ".".join(dotted(call.func) or ["a call"])
                     return Reason("build", f"a runtime CUDA build ({callee} of {node.value})", where, NPU_ROUTE)
         return None

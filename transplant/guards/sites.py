@@ -48,12 +48,19 @@ class Kept:
 
 
 class Sites:
-    def __init__(self, tree: ast.Module, names: dict[str, str], reach: Reach, nodes: list[ast.AST],
-                 lines: list[bytes]) -> None:
+    def __init__(
+        self, tree: ast.Module, names: dict[str, str], reach: Reach, nodes: list[ast.AST], lines: list[bytes]
+    ) -> None:
         self.lines = lines  # the source's lines: a test is read only where a line of it says "cuda"
         # "cuda", and the names imports bind to torch.cuda (import torch.cuda as tc; from torch.cuda import ...)
-        self.words: tuple[bytes, ...] = (b"cuda", *(local.encode() for local, qualified in names.items()
-                                                   if qualified.startswith("torch.cuda") and "cuda" not in local))
+        self.words: tuple[bytes, ...] = (
+            b"cuda",
+            *(
+                local.encode()
+                for local, qualified in names.items()
+                if qualified.startswith("torch.cuda") and "cuda" not in local
+            ),
+        )
         self.tree = tree
         self.names = names
         self.reach = reach
@@ -69,14 +76,21 @@ class Sites:
                 if isinstance(block, list):
                     for i, stmt in enumerate(block):
                         if isinstance(stmt, ast.If) and isinstance(stmt.body[-1], LEAVES):
-                            self.after[id(stmt)] = block[i + 1:]
+                            self.after[id(stmt)] = block[i + 1 :]
         self.predicates: dict[str, list[ast.AST]] = {}  # module-level function -> its device tests
         for stmt in tree.body:
-            if not (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(stmt.body[-1], ast.Return)
-                    and (stmt.end_lineno or stmt.lineno) - stmt.lineno <= PREDICATE_LINES and self.may(stmt)):
+            if not (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and isinstance(stmt.body[-1], ast.Return)
+                and (stmt.end_lineno or stmt.lineno) - stmt.lineno <= PREDICATE_LINES
+                and self.may(stmt)
+            ):
                 continue
-            tests = [n.test if isinstance(n, ast.If) else n.value for n in ast.walk(stmt)
-                     if isinstance(n, ast.If) or isinstance(n, ast.Return) and n.value is not None]
+            tests = [
+                n.test if isinstance(n, ast.If) else n.value
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.If) or isinstance(n, ast.Return) and n.value is not None
+            ]
             found = [t for t in tests if self.signs(t)]
             if found:
                 self.predicates[stmt.name] = found
@@ -85,7 +99,7 @@ class Sites:
     def may(self, node: ast.AST) -> bool:
         """Can ``node`` hold a device test? (its lines spell "cuda" or a predicate's name)"""
         end = getattr(node, "end_lineno", None) or node.lineno
-        return any(word in line for line in self.lines[node.lineno - 1:end] for word in self.words)
+        return any(word in line for line in self.lines[node.lineno - 1 : end] for word in self.words)
 
     # ---- device tests
 
@@ -112,7 +126,8 @@ class Sites:
             for op, left, right in zip(node.ops, operands, operands[1:]):
                 negated = isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot))
                 if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) and (
-                        _cuda_string(left) and _device_like(right) or _cuda_string(right) and _device_like(left)):
+                    _cuda_string(left) and _device_like(right) or _cuda_string(right) and _device_like(left)
+                ):
                     out.add(-sign if negated else sign)
                 elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) and _boolean(right) is not None:
                     flip = negated == _boolean(right)  # "is False", "is not True", "== False"
@@ -123,8 +138,12 @@ class Sites:
             return out
         if self.marker(node) or (isinstance(node, ast.Name) and node.id in flags):
             return {sign}
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.predicates
-                and node.func.id not in self.names):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in self.predicates
+            and node.func.id not in self.names
+        ):
             return {sign}
         if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.NamedExpr)):
             return {s for child in ast.iter_child_nodes(node) for s in self.signs(child, sign, flags)}
@@ -157,8 +176,9 @@ class Sites:
             elif isinstance(node, ast.IfExp):
                 signs = self.signs(node.test) if self.may(node.test) else set()
                 if signs:
-                    self._keep(node.test, "branch", [node.test, *self._chosen(node, signs)], None,
-                               spelled.get(id(node), []))
+                    self._keep(
+                        node.test, "branch", [node.test, *self._chosen(node, signs)], None, spelled.get(id(node), [])
+                    )
         return self.kept
 
     def _spelled(self, text: ast.JoinedStr) -> dict[int, list[Reason]]:
@@ -173,7 +193,7 @@ class Sites:
             if not signs:
                 continue
             head = "".join(v.value for v in text.values[:i] if isinstance(v, ast.Constant))
-            tail = "".join(v.value for v in text.values[i + 1:] if isinstance(v, ast.Constant))
+            tail = "".join(v.value for v in text.values[i + 1 :] if isinstance(v, ast.Constant))
             chosen = [choice.body] if 1 in signs else []
             chosen += [choice.orelse] if -1 in signs else []
             for option in chosen:
@@ -185,13 +205,14 @@ class Sites:
 
     def _block(self, body: list[ast.stmt], klass: str | None, scope: list[ast.stmt]) -> None:
         for i, stmt in enumerate(body):
-            rest = body[i + 1:]
+            rest = body[i + 1 :]
             if isinstance(stmt, (ast.If, ast.While)):
                 signs = self.signs(stmt.test) if self.may(stmt.test) else set()
                 if signs:
                     raises = -1 in signs and isinstance(stmt.body[-1], ast.Raise)
-                    self._keep(stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)],
-                               klass)
+                    self._keep(
+                        stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)], klass
+                    )
             elif isinstance(stmt, ast.Assert):
                 if self.may(stmt.test) and 1 in self.signs(stmt.test):
                     self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
@@ -219,7 +240,7 @@ class Sites:
 
     def _assignment(self, stmt: ast.Assign, klass: str | None, scope: list[ast.stmt]) -> None:
         if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):
-            for mark in (stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]):
+            for mark in stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]:
                 cond = _skip_condition(mark)
                 if cond is not None and self.may(cond) and self.signs(cond):
                     self._keep(cond, "skip", [cond, *self.tree.body], None)
@@ -235,8 +256,9 @@ class Sites:
         word = flag.encode()
         for node in self.tests:  # the tests of the scope that read the flag
             test = node.test
-            if not (first <= node.lineno <= last) or not any(word in line for line in self.lines[
-                    test.lineno - 1:test.end_lineno or test.lineno]):
+            if not (first <= node.lineno <= last) or not any(
+                word in line for line in self.lines[test.lineno - 1 : test.end_lineno or test.lineno]
+            ):
                 continue
             if any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
                 region += [test, *self._chosen(node, self.signs(test, 1, flags))]
@@ -254,8 +276,15 @@ class Sites:
             chosen += [*node.orelse, *self.after.get(id(node), [])]
         return chosen
 
-    def _keep(self, node: ast.AST, kind: str, region: list[ast.AST], klass: str | None,
-              extra: list[Reason] | None = None, flag: str = "") -> None:
+    def _keep(
+        self,
+        node: ast.AST,
+        kind: str,
+        region: list[ast.AST],
+        klass: str | None,
+        extra: list[Reason] | None = None,
+        flag: str = "",
+    ) -> None:
         reasons = [*(extra or []), *self.reach.reasons(region, klass)]
         if kind in ("assert", "raise"):
             # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
@@ -263,8 +292,12 @@ class Sites:
             reasons = [r for r in reasons if r.kind != "capability"]
         if not reasons:
             return
-        also = [t for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                and n.func.id not in self.names for t in self.predicates.get(n.func.id, [])]
+        also = [
+            t
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in self.names
+            for t in self.predicates.get(n.func.id, [])
+        ]
         self.kept.append(Kept(node, kind, reasons, flag, also))
 
 
@@ -279,8 +312,13 @@ def _cuda_string(node: ast.AST) -> bool:
 def _device_like(node: ast.AST) -> bool:
     """Does an operand compared with "cuda" name a device (``device``, ``args.dev``, ``x.device.type``,
     ``str(x.device)``)? ``impl in ["ref", "cuda"]`` chooses an implementation, not a device."""
-    return any(isinstance(n, ast.Name) and DEVICE_WORD.search(n.id) or isinstance(n, ast.Attribute)
-               and DEVICE_WORD.search(n.attr) for n in ast.walk(node))
+    return any(
+        isinstance(n, ast.Name)
+        and DEVICE_WORD.search(n.id)
+        or isinstance(n, ast.Attribute)
+        and DEVICE_WORD.search(n.attr)
+        for n in ast.walk(node)
+    )
 
 
 def _boolean(node: ast.AST) -> bool | None:

@@ -17,14 +17,19 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     if args:
-        print(f"transplant: error: lsp takes no arguments but {' '.join(args)} (see 'transplant lsp --help')",
-              file=sys.stderr)
+        print(
+            f"transplant: error: lsp takes no arguments but {' '.join(args)} (see 'transplant lsp --help')",
+            file=sys.stderr,
+        )
         return 2
     try:
         from .server import build_server
     except ImportError as exc:
-        print(f"transplant: error: the language server needs pygls ({exc.name or exc} is missing); "
-              "install it with: pip install \"transplant-npu[lsp]\"", file=sys.stderr)
+        print(
+            f"transplant: error: the language server needs pygls ({exc.name or exc} is missing); "
+            'install it with: pip install "transplant-npu[lsp]"',
+            file=sys.stderr,
+        )
         return 2
     from ..stopping import exit_status, received_status
 

@@ -78,8 +78,9 @@ def document_kind(uri: str, text: str, language_id: str | None = None) -> str | 
     return kind
 
 
-def analyse(uri: str, text: str, session: Session, *, language_id: str | None = None,
-            kind: str | None = None) -> Analysis:
+def analyse(
+    uri: str, text: str, session: Session, *, language_id: str | None = None, kind: str | None = None
+) -> Analysis:
     """Convert the buffer in memory and report what ``transplant --check`` would report for it."""
     kind = kind or document_kind(uri, text, language_id)
     analysis = Analysis(text, kind)
@@ -150,7 +151,7 @@ def _attach(analysis: Analysis, edits: list[Edit], index: LineIndex) -> None:
         for n, edit in enumerate(edits):
             if n in claimed:
                 continue
-            removed = analysis.text[edit.start:edit.end]
+            removed = analysis.text[edit.start : edit.end]
             if (d.new and d.new in edit.text) or (d.old and not d.new and d.old in removed):
                 finding.edits.append(edit)
                 claimed.add(n)

@@ -19,7 +19,6 @@ from ..records import internal_error, not_converted_record
 from .analysis import Analysis, Finding, python_span
 
 
-
 @dataclass
 class Cell:
     uri: str  # the cell's own text document
@@ -31,8 +30,9 @@ def _notebook(cells: list[Cell]) -> bytes:
     out = []
     for cell in cells:
         if cell.code:
-            out.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                        "source": cell.text})
+            out.append(
+                {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": cell.text}
+            )
         else:
             out.append({"cell_type": "markdown", "metadata": {}, "source": cell.text})
     return json.dumps({"cells": out, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode("utf-8")

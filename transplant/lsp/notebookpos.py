@@ -28,7 +28,7 @@ class _Scanner:
 
     def value(self, at: int, path: tuple) -> int:
         at = self.skip(at)
-        char = self.text[at:at + 1]
+        char = self.text[at : at + 1]
         if char == "{":
             return self.obj(at + 1, path)
         if char == "[":
@@ -86,7 +86,7 @@ def _raw_offset(text: str, start: int, index: int) -> int:
             at += 1
         elif text[at + 1] != "u":
             at += 2
-        elif 0xD800 <= int(text[at + 2:at + 6], 16) < 0xDC00 and text[at + 6:at + 8] == "\\u":
+        elif 0xD800 <= int(text[at + 2 : at + 6], 16) < 0xDC00 and text[at + 6 : at + 8] == "\\u":
             at += 12  # a surrogate pair: one character outside the Basic Multilingual Plane
         else:
             at += 6
@@ -113,7 +113,7 @@ class NotebookPositions:
         source = "".join(value for _s, _e, value in pieces)
         lines = source.splitlines(keepends=True) or [""]
         line = min(max(1, line), len(lines))
-        index = sum(len(x) for x in lines[:line - 1]) + min(max(0, column - 1), len(lines[line - 1]))
+        index = sum(len(x) for x in lines[: line - 1]) + min(max(0, column - 1), len(lines[line - 1]))
         for start, _end, value in pieces:
             if index <= len(value) and (index < len(value) or (start, _end, value) == pieces[-1]):
                 return _raw_offset(self.text, start, index)

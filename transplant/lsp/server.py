@@ -28,16 +28,21 @@ from .textedits import Edit, LineIndex
 
 DEBOUNCE_SECONDS = 0.15  # a burst of keystrokes refreshes once, this long after the last one
 FIX_ALL = "source.fixAll.transplant"
-SEVERITY = {"fix": lsp.DiagnosticSeverity.Warning, "error": lsp.DiagnosticSeverity.Error,
-            "warning": lsp.DiagnosticSeverity.Warning, "note": lsp.DiagnosticSeverity.Information}
+SEVERITY = {
+    "fix": lsp.DiagnosticSeverity.Warning,
+    "error": lsp.DiagnosticSeverity.Error,
+    "warning": lsp.DiagnosticSeverity.Warning,
+    "note": lsp.DiagnosticSeverity.Information,
+}
 log = logging.getLogger(__name__)
 
 
 class TransplantServer(LanguageServer):
     def __init__(self) -> None:
         cells = [lsp.NotebookCellLanguage(language="python")]
-        sync = lsp.NotebookDocumentSyncOptions(notebook_selector=[lsp.NotebookDocumentFilterWithCells(
-            cells=cells, notebook="*")])
+        sync = lsp.NotebookDocumentSyncOptions(
+            notebook_selector=[lsp.NotebookDocumentFilterWithCells(cells=cells, notebook="*")]
+        )
         super().__init__("transplant", __version__, notebook_document_sync=sync)
         self.shapes: dict[str, tuple[str, ...]] = {}  # notebook uri -> its cells' uris, as last published
         self.analyses: dict[str, tuple[int | None, Analysis]] = {}  # uri -> (version, analysis)
@@ -127,7 +132,8 @@ class TransplantServer(LanguageServer):
         shape = tuple(c.uri for c in cells)
         cached = [self.analyses.get(c.uri) for c in cells if c.code]
         if self.shapes.get(notebook.uri) == shape and all(
-                hit is not None and hit[1].text == c.text for hit, c in zip(cached, [c for c in cells if c.code])):
+            hit is not None and hit[1].text == c.text for hit, c in zip(cached, [c for c in cells if c.code])
+        ):
             return {c.uri: self.analyses[c.uri][1] for c in cells if c.code}
         results = analyse_cells(uri_path(notebook.uri), cells, self.session_for(notebook.uri))
         for cell_uri, result in results.items():
@@ -218,8 +224,10 @@ class TransplantServer(LanguageServer):
 
     def text_edits(self, result: Analysis, edits: list[Edit]) -> list[lsp.TextEdit]:
         index = result.index
-        return [lsp.TextEdit(self.range(index, index.position(e.start) + index.position(e.end)), e.text)
-                for e in sorted(set(edits), key=lambda e: (e.start, e.end))]
+        return [
+            lsp.TextEdit(self.range(index, index.position(e.start) + index.position(e.end)), e.text)
+            for e in sorted(set(edits), key=lambda e: (e.start, e.end))
+        ]
 
     def workspace_edit(self, uri: str, result: Analysis, edits: list[Edit]) -> lsp.WorkspaceEdit:
         return self.multi_edit([(uri, result, edits)])
@@ -230,9 +238,15 @@ class TransplantServer(LanguageServer):
         parts = [(uri, result, edits) for uri, result, edits in parts if edits]
         caps = self.client_capabilities.workspace
         if caps and caps.workspace_edit and caps.workspace_edit.document_changes:
-            return lsp.WorkspaceEdit(document_changes=[
-                lsp.TextDocumentEdit(lsp.OptionalVersionedTextDocumentIdentifier(uri, self.analyses[uri][0]),
-                                     self.text_edits(result, edits)) for uri, result, edits in parts])
+            return lsp.WorkspaceEdit(
+                document_changes=[
+                    lsp.TextDocumentEdit(
+                        lsp.OptionalVersionedTextDocumentIdentifier(uri, self.analyses[uri][0]),
+                        self.text_edits(result, edits),
+                    )
+                    for uri, result, edits in parts
+                ]
+            )
         return lsp.WorkspaceEdit(changes={uri: self.text_edits(result, edits) for uri, result, edits in parts})
 
 
@@ -257,23 +271,31 @@ def code_actions(server: TransplantServer, params: lsp.CodeActionParams) -> list
         for finding in changes:
             by_code.setdefault(finding.diagnostic.code, []).append(finding)
             where = server.range(index, finding.span)
-            if (where.start.line, where.start.character) > (end.line, end.character) or \
-                    (where.end.line, where.end.character) < (start.line, start.character):
+            if (where.start.line, where.start.character) > (end.line, end.character) or (
+                where.end.line,
+                where.end.character,
+            ) < (start.line, start.character):
                 continue
-            actions.append(lsp.CodeAction(
-                title=f"transplant: {' '.join(finding.diagnostic.message.split())}",
-                kind=lsp.CodeActionKind.QuickFix,
-                diagnostics=[server.diagnostic(result, finding)],
-                is_preferred=True,
-                edit=server.workspace_edit(uri, result, finding.edits)))
+            actions.append(
+                lsp.CodeAction(
+                    title=f"transplant: {' '.join(finding.diagnostic.message.split())}",
+                    kind=lsp.CodeActionKind.QuickFix,
+                    diagnostics=[server.diagnostic(result, finding)],
+                    is_preferred=True,
+                    edit=server.workspace_edit(uri, result, finding.edits),
+                )
+            )
         touched = {a.diagnostics[0].code for a in actions if a.diagnostics}
         for code, findings in sorted(by_code.items()):
             if code in touched and len(findings) > 1:
                 edits = [e for f in findings for e in f.edits]
-                actions.append(lsp.CodeAction(
-                    title=f"transplant: convert every {code} in this file ({len(findings)})",
-                    kind=lsp.CodeActionKind.QuickFix,
-                    edit=server.workspace_edit(uri, result, edits)))
+                actions.append(
+                    lsp.CodeAction(
+                        title=f"transplant: convert every {code} in this file ({len(findings)})",
+                        kind=lsp.CodeActionKind.QuickFix,
+                        edit=server.workspace_edit(uri, result, edits),
+                    )
+                )
     if _wanted(FIX_ALL, only):
         notebook = server.workspace.get_notebook_document(cell_uri=uri)
         if notebook is not None:  # every cell of the notebook
@@ -338,8 +360,9 @@ def build_server() -> TransplantServer:
     def did_close(ls: TransplantServer, params: lsp.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
 
-    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
-                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL]))
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL])
+    )
     def code_action(ls: TransplantServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         try:
             return code_actions(ls, params)

@@ -67,7 +67,7 @@ def _trimmed(old: str, new: str, base: int) -> Edit:
     suffix = 0
     while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
         suffix += 1
-    return Edit(base + prefix, base + len(old) - suffix, new[prefix:len(new) - suffix])
+    return Edit(base + prefix, base + len(old) - suffix, new[prefix : len(new) - suffix])
 
 
 def _fine(old: str, new: str, base: int) -> list[Edit]:
@@ -109,7 +109,7 @@ def apply_edits(old: str, edits: list[Edit]) -> str:
     """``old`` with ``edits`` (in order, not overlapping) applied."""
     out, at = [], 0
     for edit in edits:
-        out.append(old[at:edit.start])
+        out.append(old[at : edit.start])
         out.append(edit.text)
         at = edit.end
     out.append(old[at:])

@@ -23,9 +23,20 @@ from .stars import provided, star_targets
 BUILD_WORD = b"cpp_extension"
 # words that make a Python file worth the project scan even without project facts: builds and
 # their flags (see builds.py), and setup() dependencies (packages.py)
-STATIC_WORDS = (BUILD_WORD, b"nvcc", b"install_requires", b"triton", b".cu'", b'.cu"', b".cuh", b"extra_cuda_cflags",
-                b"cuda_sources",  # the five before: builds through a project's own helper (builds.HELPER_WORDS)
-                b"attn_implementation", b"use_flash_attention_2", b"accelerator")  # frameworks.WORDS
+STATIC_WORDS = (
+    BUILD_WORD,
+    b"nvcc",
+    b"install_requires",
+    b"triton",
+    b".cu'",
+    b'.cu"',
+    b".cuh",
+    b"extra_cuda_cflags",
+    b"cuda_sources",  # the five before: builds through a project's own helper (builds.HELPER_WORDS)
+    b"attn_implementation",
+    b"use_flash_attention_2",
+    b"accelerator",
+)  # frameworks.WORDS
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
 
@@ -210,8 +221,13 @@ def _mentions(path: str, words: tuple[bytes, ...]) -> bool:
     return any(w in data for w in words)
 
 
-def _triton_facts(facts: ProjectFacts, kernel_files: dict[str, tuple[str, ...]], marked: set[str],
-                  loaders: dict[str, object], dependency_dirs: set[str]) -> ProjectFacts:
+def _triton_facts(
+    facts: ProjectFacts,
+    kernel_files: dict[str, tuple[str, ...]],
+    marked: set[str],
+    loaders: dict[str, object],
+    dependency_dirs: set[str],
+) -> ProjectFacts:
     from . import triton
     from .pynames import parse
 
@@ -224,8 +240,13 @@ def _triton_facts(facts: ProjectFacts, kernel_files: dict[str, tuple[str, ...]],
     ready = triton.npu_ready_files(set(kernel_files), marked, ready_dirs, loaded)
     cuda = {rel: names for rel, names in kernel_files.items() if rel not in ready}
     words = set(facts.words) | {name.encode() for names in cuda.values() for name in names}
-    return dataclasses.replace(facts, triton_kernels=tuple(sorted(cuda.items())), triton_ready=ready,
-                               triton_ready_dirs=tuple(sorted(ready_dirs)), words=tuple(sorted(words)))
+    return dataclasses.replace(
+        facts,
+        triton_kernels=tuple(sorted(cuda.items())),
+        triton_ready=ready,
+        triton_ready_dirs=tuple(sorted(ready_dirs)),
+        words=tuple(sorted(words)),
+    )
 
 
 def _stars(importers: dict[str, list[tuple[int, str]]], python_files: dict[str, str]):
@@ -282,7 +303,14 @@ def _facts(scans: dict[str, cpp_ops.CppScan], builds: list) -> ProjectFacts:
     words.update(n.encode() for n in namespaces)
 
     def sources(table: dict[str, dict]) -> tuple[OpSource, ...]:
-        return tuple(OpSource(n, e["cuda"], tuple(dict.fromkeys(e["ops"])), e["where"]) for n, e in sorted(table.items()))
+        return tuple(
+            OpSource(n, e["cuda"], tuple(dict.fromkeys(e["ops"])), e["where"]) for n, e in sorted(table.items())
+        )
 
-    return ProjectFacts(sources(modules), sources(namespaces), tuple(sorted(file_module.items())),
-                        frozenset(cuda_files), tuple(sorted(words)))
+    return ProjectFacts(
+        sources(modules),
+        sources(namespaces),
+        tuple(sorted(file_module.items())),
+        frozenset(cuda_files),
+        tuple(sorted(words)),
+    )

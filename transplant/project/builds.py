@@ -16,8 +16,12 @@ from ..records import CODES, Record
 from .pynames import column, dotted, qualify
 
 EXT = "torch.utils.cpp_extension"
-BUILDERS = {f"{EXT}.CUDAExtension": "CUDAExtension", f"{EXT}.CppExtension": "CppExtension",
-            f"{EXT}.load": "load", f"{EXT}.load_inline": "load_inline"}
+BUILDERS = {
+    f"{EXT}.CUDAExtension": "CUDAExtension",
+    f"{EXT}.CppExtension": "CppExtension",
+    f"{EXT}.load": "load",
+    f"{EXT}.load_inline": "load_inline",
+}
 CUDA_HOME = f"{EXT}.CUDA_HOME"
 CUDA_SOURCE = (".cu", ".cuh")
 # What a file must contain for a build through a project's own helper to be found (runtime_builds):
@@ -25,9 +29,11 @@ CUDA_SOURCE = (".cu", ".cuh")
 HELPER_WORDS = (b".cu'", b'.cu"', b".cuh", b"extra_cuda_cflags", b"cuda_sources")
 CUDA_KEYWORDS = ("extra_cuda_cflags", "cuda_sources")
 _NAME_KEYWORDS = ("name", "module_name", "extension_name", "ext_name", "plugin_name")
-NPU_ROUTE = ("build the C++ part with torch_npu.utils.cpp_extension.NpuExtension (torch_npu's C++ extension "
-             "support) and port the CUDA kernels to Ascend C custom operators, or express them with torch / "
-             "torch_npu operators")
+NPU_ROUTE = (
+    "build the C++ part with torch_npu.utils.cpp_extension.NpuExtension (torch_npu's C++ extension "
+    "support) and port the CUDA kernels to Ascend C custom operators, or express them with torch / "
+    "torch_npu operators"
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == keyword:
             return kw.value
-    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
         return call.args[index]
     return None
 
@@ -111,8 +117,11 @@ def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
 
 
 def _module_names(tree: ast.Module) -> set[str]:
-    return {stmt.targets[0].id for stmt in tree.body if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)}
+    return {
+        stmt.targets[0].id
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+    }
 
 
 def _truthy(node: ast.expr | None) -> bool:
@@ -147,16 +156,34 @@ def find_builds(tree: ast.Module, names: dict[str, str]) -> list[Build]:
             cuda = kind == "CUDAExtension" or any(s.lower().endswith(CUDA_SOURCE) for s in sources)
             funcs = []
         if kind in ("load", "load_inline"):
-            cuda = cuda or _truthy(_argument(node, 99, "with_cuda")) or _argument(node, 99, "extra_cuda_cflags") is not None
-        builds.append(Build(node.lineno, node.col_offset, kind, name, tuple(sources), cuda,
-                            assigned.get(id(node), ""), tuple(f for f in funcs if f.isidentifier())))
+            cuda = (
+                cuda
+                or _truthy(_argument(node, 99, "with_cuda"))
+                or _argument(node, 99, "extra_cuda_cflags") is not None
+            )
+        builds.append(
+            Build(
+                node.lineno,
+                node.col_offset,
+                kind,
+                name,
+                tuple(sources),
+                cuda,
+                assigned.get(id(node), ""),
+                tuple(f for f in funcs if f.isidentifier()),
+            )
+        )
     seen = {(b.line, b.col_offset) for b in builds}
     builds += [b for b in runtime_builds(tree, names, lists, assigned) if (b.line, b.col_offset) not in seen]
     return builds
 
 
-def runtime_builds(tree: ast.Module, names: dict[str, str], lists: dict[str, ast.expr] | None = None,
-                   assigned: dict[int, str] | None = None) -> list[Build]:
+def runtime_builds(
+    tree: ast.Module,
+    names: dict[str, str],
+    lists: dict[str, ast.expr] | None = None,
+    assigned: dict[int, str] | None = None,
+) -> list[Build]:
     """CUDA builds through any function, the project's own helpers included
     (``custom_ops.get_plugin("bias_act_plugin", sources=[..., "bias_act.cu"], extra_cuda_cflags=...)``):
     a call whose arguments name ``.cu`` / ``.cuh`` sources or pass ``extra_cuda_cflags`` /
@@ -164,8 +191,11 @@ def runtime_builds(tree: ast.Module, names: dict[str, str], lists: dict[str, ast
     the ``name`` (or ``module_name``...) keyword, else the first positional string that is a Python name."""
     lists = _module_lists(tree) if lists is None else lists
     if assigned is None:
-        assigned = {id(n.value): n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign)
-                    and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        assigned = {
+            id(n.value): n.targets[0].id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+        }
     found: list[Build] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or BUILDERS.get(qualify(node.func, names) or ""):
@@ -174,19 +204,42 @@ def runtime_builds(tree: ast.Module, names: dict[str, str], lists: dict[str, ast
         # sources are lists (a literal, a module-level list, a sum of them) or a "sources" argument;
         # a lone path string (os.path.join(d, "k.cu"), open("k.cu")) is no build
         values = [v for v in node.args if _is_list(v, lists)]
-        values += [kw.value for kw in node.keywords if kw.arg in ("sources", "cuda_sources") or _is_list(kw.value, lists)]
+        values += [
+            kw.value for kw in node.keywords if kw.arg in ("sources", "cuda_sources") or _is_list(kw.value, lists)
+        ]
         sources = [s for v in values for s in _strings(v, lists)]
         cuda_sources = [s for s in sources if s.lower().endswith(CUDA_SOURCE)]
         if not cuda_sources and not keywords & set(CUDA_KEYWORDS):
             continue
-        name = next((kw.value.value for kw in node.keywords if kw.arg in _NAME_KEYWORDS
-                     and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)), "")
+        name = next(
+            (
+                kw.value.value
+                for kw in node.keywords
+                if kw.arg in _NAME_KEYWORDS and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)
+            ),
+            "",
+        )
         if not name:
-            name = next((a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                         and a.value.isidentifier()), "")
+            name = next(
+                (
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.isidentifier()
+                ),
+                "",
+            )
         func = qualify(node.func, names) or ".".join(dotted(node.func) or ["(a call)"])
-        found.append(Build(node.lineno, node.col_offset, f"{func}()", name,
-                           tuple(s for s in sources if "." in s.rsplit("/", 1)[-1]), True, assigned.get(id(node), "")))
+        found.append(
+            Build(
+                node.lineno,
+                node.col_offset,
+                f"{func}()",
+                name,
+                tuple(s for s in sources if "." in s.rsplit("/", 1)[-1]),
+                True,
+                assigned.get(id(node), ""),
+            )
+        )
     return found
 
 
@@ -194,8 +247,19 @@ def _record(lines: list[str], node: ast.AST, api: str, message: str, suggestion:
     col = column(lines, node.lineno, node.col_offset)
     end_line = getattr(node, "end_lineno", None) or node.lineno
     end_col = column(lines, end_line, getattr(node, "end_col_offset", node.col_offset) or 0)
-    return Record(node.lineno, col, end_line, end_col, CODES["cuda_build"], "warning", "CUDA build",
-                  message, "builtin:cuda_build", api=api, suggestion=suggestion)
+    return Record(
+        node.lineno,
+        col,
+        end_line,
+        end_col,
+        CODES["cuda_build"],
+        "warning",
+        "CUDA build",
+        message,
+        "builtin:cuda_build",
+        api=api,
+        suggestion=suggestion,
+    )
 
 
 def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
@@ -204,8 +268,9 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
     builds = find_builds(tree, names)
     helper_flags = set()  # the flags of a helper build are part of its own finding
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and any((node.lineno, node.col_offset) == (b.line, b.col_offset)
-                                              and b.kind.endswith("()") for b in builds):
+        if isinstance(node, ast.Call) and any(
+            (node.lineno, node.col_offset) == (b.line, b.col_offset) and b.kind.endswith("()") for b in builds
+        ):
             helper_flags |= {id(kw) for kw in node.keywords}
     for build in builds:
         if not build.cuda:
@@ -215,21 +280,42 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
         what = f"{build.kind} {label} compiles CUDA sources with nvcc" + (f" ({shown})" if shown else "")
         node = ast.Call(lineno=build.line, col_offset=build.col_offset)
         api = build.kind[:-2] if build.kind.endswith("()") else f"{EXT}.{build.kind}"
-        records.append(_record(lines, node, api, f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime",
-                               NPU_ROUTE))
+        records.append(
+            _record(lines, node, api, f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime", NPU_ROUTE)
+        )
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             if qualify(node, names) == CUDA_HOME:
-                records.append(_record(lines, node, CUDA_HOME, "CUDA_HOME is None where CUDA is not installed; "
-                                       "code that needs it stops on an NPU machine",
-                                       "test for torch_npu instead; " + NPU_ROUTE))
+                records.append(
+                    _record(
+                        lines,
+                        node,
+                        CUDA_HOME,
+                        "CUDA_HOME is None where CUDA is not installed; code that needs it stops on an NPU machine",
+                        "test for torch_npu instead; " + NPU_ROUTE,
+                    )
+                )
         elif isinstance(node, ast.Dict):
             for key in node.keys:
                 if isinstance(key, ast.Constant) and key.value == "nvcc":
-                    records.append(_record(lines, key, "nvcc", "nvcc compiler flags: CUDA-only build options",
-                                           "drop them for the NPU build; " + NPU_ROUTE))
+                    records.append(
+                        _record(
+                            lines,
+                            key,
+                            "nvcc",
+                            "nvcc compiler flags: CUDA-only build options",
+                            "drop them for the NPU build; " + NPU_ROUTE,
+                        )
+                    )
         elif isinstance(node, ast.keyword) and node.arg == "extra_cuda_cflags" and id(node) not in helper_flags:
-            records.append(_record(lines, node.value, "extra_cuda_cflags", "nvcc compiler flags: CUDA-only build options",
-                                   "drop them for the NPU build; " + NPU_ROUTE))
+            records.append(
+                _record(
+                    lines,
+                    node.value,
+                    "extra_cuda_cflags",
+                    "nvcc compiler flags: CUDA-only build options",
+                    "drop them for the NPU build; " + NPU_ROUTE,
+                )
+            )
     records.sort(key=lambda r: (r.line, r.col))
     return records

@@ -36,8 +36,9 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "")
     if facts.modules or facts.namespaces or b"cpp_extension" in data:
         records += _operator_calls(tree, names, lines, facts)
     if b"triton" in data or facts.triton_kernels:
-        records += triton_records(path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready,
-                                  facts.triton_ready_dirs)
+        records += triton_records(
+            path, data, tree, names, lines, facts.kernel_files(), facts.triton_ready, facts.triton_ready_dirs
+        )
     if b"install_requires" in data:
         records += setup_requirement_records(tree, names, lines)
     if _has(data, *FRAMEWORK_WORDS):
@@ -70,8 +71,9 @@ def _operator_calls(tree: ast.Module, names: dict[str, str], lines: list[str], f
     local: dict[str, OpSource] = {}  # ext = load(name="my_ext", ...) in this file
     for build in find_builds(tree, names):
         if build.variable:
-            module = facts.module(build.name) or OpSource(build.name or build.variable, build.cuda, build.functions,
-                                                          f"line {build.line}")
+            module = facts.module(build.name) or OpSource(
+                build.name or build.variable, build.cuda, build.functions, f"line {build.line}"
+            )
             names = {**names, build.variable: module.name}
             local[module.name] = module
     inner: set[int] = set()  # attribute chains that continue: report the outermost useful one only
@@ -106,8 +108,9 @@ def _operator_calls(tree: ast.Module, names: dict[str, str], lines: list[str], f
 EXTENSION_IMPORT = "extension import"
 
 
-def extension_imports(tree: ast.Module, lines: list[str], facts: ProjectFacts,
-                      local: dict[str, OpSource]) -> list[Record]:
+def extension_imports(
+    tree: ast.Module, lines: list[str], facts: ProjectFacts, local: dict[str, OpSource]
+) -> list[Record]:
     """One error at each import statement that loads a compiled CUDA extension the project builds
     (``import my_cuda_ext``, ``from . import _C``, ``from pkg._C import op``): the import itself
     fails on an NPU machine, before any operator is called."""
@@ -121,11 +124,22 @@ def extension_imports(tree: ast.Module, lines: list[str], facts: ProjectFacts,
                 module = found[0]
                 col = column(lines, node.lineno, node.col_offset)
                 end_col = column(lines, node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
-                records.append(Record(
-                    node.lineno, col, node.end_lineno or node.lineno, end_col, CODES["custom_op"], "error",
-                    EXTENSION_IMPORT, f"{module.name}: imports the project's compiled CUDA extension (built at "
-                    f"{module.where}); the import fails on an NPU machine", "builtin:custom_op", api=module.name,
-                    suggestion=NPU_ROUTE))
+                records.append(
+                    Record(
+                        node.lineno,
+                        col,
+                        node.end_lineno or node.lineno,
+                        end_col,
+                        CODES["custom_op"],
+                        "error",
+                        EXTENSION_IMPORT,
+                        f"{module.name}: imports the project's compiled CUDA extension (built at "
+                        f"{module.where}); the import fails on an NPU machine",
+                        "builtin:custom_op",
+                        api=module.name,
+                        suggestion=NPU_ROUTE,
+                    )
+                )
                 break  # one finding per statement
     return records
 
@@ -145,5 +159,16 @@ def _record(lines: list[str], node: ast.AST, api: str, source: OpSource, *, name
         message = f"{api}: custom C++ operator ({origin}); check that it accepts NPU tensors"
         level = "warning"
     route = NPU_ROUTE + ("; register its NPU kernel under the PrivateUse1 dispatch key" if namespace else "")
-    return Record(node.lineno, col, node.end_lineno or node.lineno, end_col, CODES["custom_op"], level,
-                  "custom operator", message, "builtin:custom_op", api=api, suggestion=route)
+    return Record(
+        node.lineno,
+        col,
+        node.end_lineno or node.lineno,
+        end_col,
+        CODES["custom_op"],
+        level,
+        "custom operator",
+        message,
+        "builtin:custom_op",
+        api=api,
+        suggestion=route,
+    )

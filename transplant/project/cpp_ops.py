@@ -19,7 +19,8 @@ MARKERS = (b"PYBIND11_MODULE", b"TORCH_LIBRARY", b"__global__")
 
 _BLOCK = re.compile(
     rb"\b(PYBIND11_MODULE|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL|TORCH_LIBRARY)\s*\(\s*([A-Za-z_]\w*)\s*"
-    rb"(?:,\s*([A-Za-z_]\w*)\s*)?,\s*([A-Za-z_]\w*)\s*\)\s*\{")
+    rb"(?:,\s*([A-Za-z_]\w*)\s*)?,\s*([A-Za-z_]\w*)\s*\)\s*\{"
+)
 _NAME_WRAPPER = rb"(?:(?:TORCH_SELECTIVE_SCHEMA|TORCH_SELECTIVE_NAME)\s*\(\s*)?"
 _GLOBAL = re.compile(rb"\b__global__\b")
 
@@ -70,8 +71,8 @@ def blank_comments(data: bytes) -> tuple[bytes, bytes]:
     last = 0
     for m in _TOKEN.finditer(data):
         text = m.group()
-        code.append(data[last:m.start()])
-        bare.append(data[last:m.start()])
+        code.append(data[last : m.start()])
+        bare.append(data[last : m.start()])
         if text[:1] == b"/":
             blank = _NOT_NEWLINE.sub(b" ", text)
             code.append(blank)

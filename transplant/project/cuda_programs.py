@@ -53,10 +53,10 @@ def is_cuda_build(data: bytes) -> bool:
     return may_match(data) and bool(cuda_uses(data))
 
 
-
 def group_sources(build_files: list[str], cuda_sources: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each CUDA build file with the CUDA sources it covers: those under its folder that no build
     file deeper down covers."""
+
     def folder(rel: str) -> str:
         return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
@@ -64,6 +64,8 @@ def group_sources(build_files: list[str], cuda_sources: list[str]) -> tuple[tupl
     for source in sorted(cuda_sources):
         candidates = [b for b in build_files if not folder(b) or source.startswith(folder(b) + "/")]
         if candidates:  # the deepest build folder wins; a Makefile before a CMakeLists.txt in one folder
-            best = max(candidates, key=lambda b: (folder(b).count("/") + bool(folder(b)), b.lower().endswith("makefile")))
+            best = max(
+                candidates, key=lambda b: (folder(b).count("/") + bool(folder(b)), b.lower().endswith("makefile"))
+            )
             owned[best].append(source)
     return tuple((b, tuple(owned[b])) for b in sorted(build_files))

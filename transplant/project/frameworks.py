@@ -27,13 +27,23 @@ RULE = "frameworks.json"
 WORDS = (b"attn_implementation", b"use_flash_attention_2", b"accelerator")
 
 
-def _record(lines: list[str], node: ast.AST, code: str, level: str, api: str, message: str,
-            suggestion: str) -> Record:
+def _record(lines: list[str], node: ast.AST, code: str, level: str, api: str, message: str, suggestion: str) -> Record:
     col = column(lines, node.lineno, node.col_offset)
     end_line = node.end_lineno or node.lineno
     end_col = column(lines, end_line, node.end_col_offset or node.col_offset)
-    return Record(node.lineno, col, end_line, end_col, code, level, "framework setting", message, RULE, api=api,
-                  suggestion=suggestion)
+    return Record(
+        node.lineno,
+        col,
+        end_line,
+        end_col,
+        code,
+        level,
+        "framework setting",
+        message,
+        RULE,
+        api=api,
+        suggestion=suggestion,
+    )
 
 
 def _text(node: ast.AST | None) -> str | None:
@@ -64,8 +74,12 @@ def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg in keys and _text(node.value):
             found.append((node.value, _text(node.value)))
-        elif isinstance(node, ast.keyword) and node.arg in flags and isinstance(node.value, ast.Constant) \
-                and node.value.value is True:
+        elif (
+            isinstance(node, ast.keyword)
+            and node.arg in flags
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is True
+        ):
             found.append((node, "flash_attention_2"))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _text(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -81,8 +95,15 @@ def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
 
 def lightning_record(lines: list[str], node: ast.AST, value: str) -> Record:
     facts = project_data(DATA)["lightning"]
-    return _record(lines, node, CODES["project_file"], "warning", "lightning accelerator",
-                   facts["message"].format(value=value), facts["suggestion"])
+    return _record(
+        lines,
+        node,
+        CODES["project_file"],
+        "warning",
+        "lightning accelerator",
+        facts["message"].format(value=value),
+        facts["suggestion"],
+    )
 
 
 def _imports_lightning(names: dict[str, str]) -> bool:

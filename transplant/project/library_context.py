@@ -47,8 +47,9 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     if kind is None:
         return True
     names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
-    return any((n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else "") in _CATCHES
-               for n in names)
+    return any(
+        (n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else "") in _CATCHES for n in names
+    )
 
 
 _ENDS = {"exit", "_exit", "quit", "abort"}
@@ -92,12 +93,17 @@ def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
     return imports, handlers
 
 
-def adjust(data: bytes, records: list[Record], own: frozenset[str], built: frozenset[str] = frozenset()) -> list[Record]:
+def adjust(
+    data: bytes, records: list[Record], own: frozenset[str], built: frozenset[str] = frozenset()
+) -> list[Record]:
     """The records with optional imports as notes; the library findings of the project's own packages
     (``own``) and of extensions the project builds (``built``) left to the project's own findings."""
     records = [r for r in records if not (r.code == CODES["library"] and r.api in built)]
-    library = [r for r in records if (r.code == CODES["library"] or r.operation == "extension import")
-               and not r.is_change and r.level != "note"]
+    library = [
+        r
+        for r in records
+        if (r.code == CODES["library"] or r.operation == "extension import") and not r.is_change and r.level != "note"
+    ]
     if not library:
         return records
     from .pynames import parse
@@ -106,8 +112,12 @@ def adjust(data: bytes, records: list[Record], own: frozenset[str], built: froze
     if tree is None:
         return records
     optional, handlers = optional_import_lines(tree) if b"try" in data else (set(), set())
-    imports = {line for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-               for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    imports = {
+        line
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }
     chosen = {id(r) for r in library}
     out = []
     for r in records:
@@ -117,15 +127,29 @@ def adjust(data: bytes, records: list[Record], own: frozenset[str], built: froze
         if r.code == CODES["library"] and r.api.split(".", 1)[0] in own:
             continue  # the project's own package: its CUDA-only parts are reported where they are defined
         if r.line in optional:  # an import statement's line holds nothing but the import
-            r = dataclasses.replace(r, level="note", message=f"{r.message} (an optional import: its except "
-                                    "ImportError branch runs where the library is missing, as on an NPU machine)")
+            r = dataclasses.replace(
+                r,
+                level="note",
+                message=f"{r.message} (an optional import: its except "
+                "ImportError branch runs where the library is missing, as on an NPU machine)",
+            )
         out.append(r)
     optional_apis = {r.api for r in out if r.line in optional} - {r.api for r in out if r.line in imports - optional}
     out = [r for r in out if not (r.line in handlers and r.api in optional_apis and r.code == CODES["library"])]
-    return [dataclasses.replace(r, level="warning", message=f"{r.message} (imported optionally above: check that "
-                                "this code runs only where the import succeeded)")
-            if r.level == "error" and r.line not in imports and _under(r.api, optional_apis)
-            and r.code in (CODES["library"], CODES["custom_op"]) else r for r in out]
+    return [
+        dataclasses.replace(
+            r,
+            level="warning",
+            message=f"{r.message} (imported optionally above: check that "
+            "this code runs only where the import succeeded)",
+        )
+        if r.level == "error"
+        and r.line not in imports
+        and _under(r.api, optional_apis)
+        and r.code in (CODES["library"], CODES["custom_op"])
+        else r
+        for r in out
+    ]
 
 
 def _under(api: str, modules: set[str]) -> bool:

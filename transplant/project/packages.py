@@ -35,8 +35,9 @@ def package(name: str) -> dict | None:
 
 
 def _record(line: int, col: int, length: int, code: str, api: str, message: str, suggestion: str) -> Record:
-    return Record(line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api,
-                  suggestion=suggestion)
+    return Record(
+        line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api, suggestion=suggestion
+    )
 
 
 def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
@@ -49,8 +50,17 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
     for line, col, text in items:
         m = index.search(text)
         if m:
-            records.append(_record(line, col + m.start(), len(m.group()), CODES["project_file"], m.group(),
-                                   facts["cuda_index"]["message"], facts["cuda_index"]["suggestion"]))
+            records.append(
+                _record(
+                    line,
+                    col + m.start(),
+                    len(m.group()),
+                    CODES["project_file"],
+                    m.group(),
+                    facts["cuda_index"]["message"],
+                    facts["cuda_index"]["suggestion"],
+                )
+            )
             continue
         m = _NAME.match(text)
         if not m or text.lstrip().startswith("-"):
@@ -62,13 +72,30 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
             torch_at = (line, start)
         entry = package(name)
         if entry is not None:
-            records.append(_record(line, start, len(m.group(1)), CODES["library"], entry["library"],
-                                   f"{m.group(1)}: {entry.get('message', 'CUDA-only package')}", entry["route"]))
+            records.append(
+                _record(
+                    line,
+                    start,
+                    len(m.group(1)),
+                    CODES["library"],
+                    entry["library"],
+                    f"{m.group(1)}: {entry.get('message', 'CUDA-only package')}",
+                    entry["route"],
+                )
+            )
     if names & _TRITON_NPU:  # triton beside triton-ascend: the project already has the NPU route
         records = [r for r in records if r.api != "triton"]
     if torch_at is not None and not names & _NPU:
-        records.append(_record(*torch_at, len("torch"), CODES["project_file"], "torch_npu",
-                               facts["torch"]["message"], facts["torch"]["suggestion"]))
+        records.append(
+            _record(
+                *torch_at,
+                len("torch"),
+                CODES["project_file"],
+                "torch_npu",
+                facts["torch"]["message"],
+                facts["torch"]["suggestion"],
+            )
+        )
     records.sort(key=lambda r: (r.line, r.col))
     return records
 

@@ -63,7 +63,8 @@ def exported(tree: ast.Module) -> tuple[dict[str, str], list[tuple[int, str]], s
             names.update(import_bindings(node))
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             if isinstance(node.value, (ast.List, ast.Tuple)) and all(
-                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts):
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts
+            ):
                 public = {e.value for e in node.value.elts}
     return names, stars, public
 
@@ -81,8 +82,9 @@ def _module_level(body: list[ast.stmt]):
                 yield from _module_level(node.finalbody)
 
 
-def provided(importer: str, targets: list[tuple[int, str]], read: Callable[[str], bytes | None],
-             exists: Callable[[str], bool]) -> tuple[dict[str, str], tuple[str, ...]]:
+def provided(
+    importer: str, targets: list[tuple[int, str]], read: Callable[[str], bytes | None], exists: Callable[[str], bool]
+) -> tuple[dict[str, str], tuple[str, ...]]:
     """The names the star imports ``targets`` of ``importer`` provide, and the modules (as written,
     with their dots) that were found in the project."""
     names: dict[str, str] = {}

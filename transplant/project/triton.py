@@ -87,8 +87,15 @@ def npu_loaded(importer: str, tree: ast.Module, exists) -> set[str]:
 
 def _names_npu(test: ast.expr) -> bool:
     for node in ast.walk(test):
-        text = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
-            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+        text = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.value
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            else ""
+        )
         if text and _NPU_TEST.search(text):
             return True
     return False
@@ -114,13 +121,17 @@ def npu_ready_dirs(marked: set[str], dependency_dirs: set[str]) -> set[str]:
     return {posixpath.dirname(m) for m in marked if posixpath.basename(m) == "__init__.py"} | dependency_dirs
 
 
-def npu_ready_files(kernel_files: set[str], marked: set[str], ready_dirs: set[str],
-                    loaded_on_npu: set[str]) -> frozenset[str]:
+def npu_ready_files(
+    kernel_files: set[str], marked: set[str], ready_dirs: set[str], loaded_on_npu: set[str]
+) -> frozenset[str]:
     """The kernel files whose kernels already run on NPU: the file itself is marked (NPU_MARKERS), it
     is under a ready folder (``npu_ready_dirs``), its path names the NPU (``named_for_npu``), or an
     import of it sits behind an NPU test."""
-    return frozenset(rel for rel in kernel_files if rel in marked or rel in loaded_on_npu
-                     or in_ready_dir(rel, ready_dirs) or named_for_npu(rel))
+    return frozenset(
+        rel
+        for rel in kernel_files
+        if rel in marked or rel in loaded_on_npu or in_ready_dir(rel, ready_dirs) or named_for_npu(rel)
+    )
 
 
 def named_for_npu(rel: str) -> bool:
@@ -146,15 +157,28 @@ def _record(lines: list[str], node: ast.AST, level: str, api: str, message: str,
     col = column(lines, node.lineno, node.col_offset)
     end_line = getattr(node, "end_lineno", None) or node.lineno
     end_col = column(lines, end_line, getattr(node, "end_col_offset", None) or node.col_offset)
-    return Record(node.lineno, col, end_line, end_col, CODES["library"], level, "Triton", message,
-                  "builtin:triton", api=api, suggestion=suggestion)
+    return Record(
+        node.lineno,
+        col,
+        end_line,
+        end_col,
+        CODES["library"],
+        level,
+        "Triton",
+        message,
+        "builtin:triton",
+        api=api,
+        suggestion=suggestion,
+    )
 
 
-def _cuda_only(func: ast.FunctionDef, names: dict[str, str], cuda_only: list[str],
-               alternatives: dict[str, set[str]]) -> list[str]:
+def _cuda_only(
+    func: ast.FunctionDef, names: dict[str, str], cuda_only: list[str], alternatives: dict[str, set[str]]
+) -> list[str]:
     """The CUDA-only Triton features a kernel's body uses (inline PTX, tl.extra.cuda). A name that
     another import of the file binds to a portable module (``try: from triton.language.extra.libdevice
     import rsqrt`` / ``except: from triton.language.extra.cuda.libdevice import rsqrt``) is not one."""
+
     def is_cuda(q: str) -> bool:
         return any(q == c or q.startswith(c + ".") for c in cuda_only)
 
@@ -181,9 +205,16 @@ def _alternatives(tree: ast.Module) -> dict[str, set[str]]:
     return out
 
 
-def triton_records(path: str, data_: bytes, tree: ast.Module, names: dict[str, str], lines: list[str],
-                   kernel_files: dict[str, tuple[str, ...]], ready: frozenset[str],
-                   ready_dirs: tuple[str, ...] = ()) -> list[Record]:
+def triton_records(
+    path: str,
+    data_: bytes,
+    tree: ast.Module,
+    names: dict[str, str],
+    lines: list[str],
+    kernel_files: dict[str, tuple[str, ...]],
+    ready: frozenset[str],
+    ready_dirs: tuple[str, ...] = (),
+) -> list[Record]:
     """The Triton findings of one file (``path`` relative, "/"): its kernels and its Triton import,
     and the imports and launches of kernels other project files define (``kernel_files``: file ->
     kernel names, NPU-ready ones excluded). Nothing for a file whose Triton code is NPU-ready."""
@@ -199,8 +230,16 @@ def triton_records(path: str, data_: bytes, tree: ast.Module, names: dict[str, s
             message = f"Triton kernel {func.name}: uses CUDA-only Triton features ({', '.join(features)})"
             records.append(_record(lines, decorator, "error", "triton", message, facts["cuda_only_route"]))
         else:
-            records.append(_record(lines, decorator, "warning", "triton", f"Triton kernel {func.name}: "
-                                   + facts["kernel"]["message"], facts["kernel"]["suggestion"]))
+            records.append(
+                _record(
+                    lines,
+                    decorator,
+                    "warning",
+                    "triton",
+                    f"Triton kernel {func.name}: " + facts["kernel"]["message"],
+                    facts["kernel"]["suggestion"],
+                )
+            )
     first_import = _first_triton_import(tree)
     if first_import is not None:
         what = facts["import_with_kernels" if defined else "import"]
@@ -213,16 +252,27 @@ def triton_records(path: str, data_: bytes, tree: ast.Module, names: dict[str, s
 def _first_triton_import(tree: ast.Module) -> ast.stmt | None:
     first = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name == "triton" or a.name.startswith("triton.") for a in node.names) \
-                or isinstance(node, ast.ImportFrom) and not node.level and node.module is not None \
-                and (node.module == "triton" or node.module.startswith("triton.")):
+        if (
+            isinstance(node, ast.Import)
+            and any(a.name == "triton" or a.name.startswith("triton.") for a in node.names)
+            or isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module is not None
+            and (node.module == "triton" or node.module.startswith("triton."))
+        ):
             if first is None or (node.lineno, node.col_offset) < (first.lineno, first.col_offset):
                 first = node
     return first
 
 
-def _kernel_uses(path: str, tree: ast.Module, names: dict[str, str], lines: list[str],
-                 kernel_files: dict[str, tuple[str, ...]], text: dict) -> list[Record]:
+def _kernel_uses(
+    path: str,
+    tree: ast.Module,
+    names: dict[str, str],
+    lines: list[str],
+    kernel_files: dict[str, tuple[str, ...]],
+    text: dict,
+) -> list[Record]:
     exists = kernel_files.__contains__
     records: list[Record] = []
     imported: dict[str, tuple[str, str]] = {}  # local name -> (kernel file, kernel)
@@ -254,8 +304,12 @@ def _kernel_uses(path: str, tree: ast.Module, names: dict[str, str], lines: list
         launched = node.func.value
         if isinstance(launched, ast.Name) and launched.id in imported:
             target, kernel = imported[launched.id]
-        elif isinstance(launched, ast.Attribute) and isinstance(launched.value, ast.Name) \
-                and launched.value.id in modules and launched.attr in kernel_files[modules[launched.value.id]]:
+        elif (
+            isinstance(launched, ast.Attribute)
+            and isinstance(launched.value, ast.Name)
+            and launched.value.id in modules
+            and launched.attr in kernel_files[modules[launched.value.id]]
+        ):
             target, kernel = modules[launched.value.id], launched.attr
         else:
             continue
@@ -265,5 +319,11 @@ def _kernel_uses(path: str, tree: ast.Module, names: dict[str, str], lines: list
 
 def _use(lines: list[str], node: ast.AST, verb: str, target: str, kernels_: str, text: dict) -> Record:
     what = "kernels" if "," in kernels_ else "kernel"
-    return _record(lines, node, "note", "triton", f"{verb} the Triton {what} {kernels_} of {target}: {text['message']}",
-                   text["suggestion"])
+    return _record(
+        lines,
+        node,
+        "note",
+        "triton",
+        f"{verb} the Triton {what} {kernels_} of {target}: {text['message']}",
+        text["suggestion"],
+    )

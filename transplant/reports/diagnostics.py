@@ -47,8 +47,21 @@ class Diagnostic:
 
     @classmethod
     def from_record(cls, path: str, r: Record) -> "Diagnostic":
-        return cls(path, r.line, r.col, r.end_line, r.end_col, r.code, r.level, r.shown_message,
-                   r.old, r.new, r.suggestion, r.rule, r.cell)
+        return cls(
+            path,
+            r.line,
+            r.col,
+            r.end_line,
+            r.end_col,
+            r.code,
+            r.level,
+            r.shown_message,
+            r.old,
+            r.new,
+            r.suggestion,
+            r.rule,
+            r.cell,
+        )
 
     @property
     def is_change(self) -> bool:
@@ -70,8 +83,14 @@ class Diagnostic:
         return message
 
 
-def render(diagnostics: Iterable[Diagnostic], fmt: str, *, notifications: Iterable[str] = (),
-           exit_code: int = 0, base: Path | None = None) -> str:
+def render(
+    diagnostics: Iterable[Diagnostic],
+    fmt: str,
+    *,
+    notifications: Iterable[str] = (),
+    exit_code: int = 0,
+    base: Path | None = None,
+) -> str:
     diagnostics = list(diagnostics)
     if fmt == "text":
         return render_text(diagnostics)
@@ -126,14 +145,16 @@ def _rules() -> list[dict]:
     out = []
     for code in sorted(RULE_INFO):
         name, description, level = RULE_INFO[code]
-        out.append({
-            "id": code,
-            "name": name,
-            "shortDescription": {"text": description},
-            "fullDescription": {"text": f"{code}: {description}. See README, 'Diagnostic codes'."},
-            "help": {"text": BY_CODE[code].help.replace("`", ""), "markdown": BY_CODE[code].help},
-            "defaultConfiguration": {"level": level},
-        })
+        out.append(
+            {
+                "id": code,
+                "name": name,
+                "shortDescription": {"text": description},
+                "fullDescription": {"text": f"{code}: {description}. See README, 'Diagnostic codes'."},
+                "help": {"text": BY_CODE[code].help.replace("`", ""), "markdown": BY_CODE[code].help},
+                "defaultConfiguration": {"level": level},
+            }
+        )
     return out
 
 
@@ -154,13 +175,19 @@ def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
         "ruleId": d.code,
         "level": SARIF_LEVEL[d.level],
         "message": {"text": text},
-        "locations": [{
-            "physicalLocation": {
-                "artifactLocation": location,
-                "region": {"startLine": max(1, d.line), "startColumn": start_col,
-                           "endLine": max(1, end_line), "endColumn": end_col},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": location,
+                    "region": {
+                        "startLine": max(1, d.line),
+                        "startColumn": start_col,
+                        "endLine": max(1, end_line),
+                        "endColumn": end_col,
+                    },
+                }
             }
-        }],
+        ],
         "properties": {"transplantLevel": d.level, "rule": d.rule},
     }
     if d.code in rule_index:
@@ -171,25 +198,41 @@ def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
     return result
 
 
-def sarif_log(diagnostics: Iterable[Diagnostic], *, notifications: Iterable[str] = (), exit_code: int = 0,
-              base: Path | None = None) -> dict:
+def sarif_log(
+    diagnostics: Iterable[Diagnostic],
+    *,
+    notifications: Iterable[str] = (),
+    exit_code: int = 0,
+    base: Path | None = None,
+) -> dict:
     rules = _rules()
     rule_index = {r["id"]: i for i, r in enumerate(rules)}
     notes = [{"level": "error", "message": {"text": n}} for n in notifications]
     root = (base or Path.cwd()).resolve().as_uri().rstrip("/") + "/"
     run = {
-        "tool": {"driver": {"name": "transplant", "version": __version__, "semanticVersion": __version__,
-                            "informationUri": INFORMATION_URI, "rules": rules}},
+        "tool": {
+            "driver": {
+                "name": "transplant",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }
+        },
         "originalUriBaseIds": {"%SRCROOT%": {"uri": root}},
         "columnKind": "unicodeCodePoints",
-        "invocations": [{"executionSuccessful": not notes, "exitCode": exit_code,
-                         "toolExecutionNotifications": notes}],
+        "invocations": [{"executionSuccessful": not notes, "exitCode": exit_code, "toolExecutionNotifications": notes}],
         "results": [_result(d, rule_index) for d in diagnostics],
     }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def render_sarif(diagnostics: Iterable[Diagnostic], *, notifications: Iterable[str] = (), exit_code: int = 0,
-                 base: Path | None = None) -> str:
+def render_sarif(
+    diagnostics: Iterable[Diagnostic],
+    *,
+    notifications: Iterable[str] = (),
+    exit_code: int = 0,
+    base: Path | None = None,
+) -> str:
     log = sarif_log(diagnostics, notifications=notifications, exit_code=exit_code, base=base)
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -68,11 +68,11 @@ def _library_text(r: Record) -> tuple[str, str]:
     if r.code != CODES["library"] or not r.api:
         return "", r.message
     if r.message.startswith(f"{r.api}: "):
-        return r.api, r.message[len(r.api) + 2:]
+        return r.api, r.message[len(r.api) + 2 :]
     marker = f" (from {r.api}): "
     at = r.message.find(marker)
     if at > 0 and " " not in r.message[:at]:
-        return r.message[:at], r.message[at + len(marker):]
+        return r.message[:at], r.message[at + len(marker) :]
     return "", r.message
 
 

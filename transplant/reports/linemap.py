@@ -31,10 +31,9 @@ def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
     while head < min(len(old_lines), len(new_lines_)) and old_lines[head] == new_lines_[head]:
         head += 1
     tail = 0
-    while (tail < min(len(old_lines), len(new_lines_)) - head
-           and old_lines[-1 - tail] == new_lines_[-1 - tail]):
+    while tail < min(len(old_lines), len(new_lines_)) - head and old_lines[-1 - tail] == new_lines_[-1 - tail]:
         tail += 1
-    middle_old, middle_new = old_lines[head:len(old_lines) - tail], new_lines_[head:len(new_lines_) - tail]
+    middle_old, middle_new = old_lines[head : len(old_lines) - tail], new_lines_[head : len(new_lines_) - tail]
     if len(middle_old) * len(middle_new) <= EXACT_CELLS:
         opcodes = _aligned(middle_old, middle_new)
     else:

@@ -26,8 +26,9 @@ class _Handler(RotatingFileHandler):
         raise  # called in emit's except clause: the OSError goes to the caller
 
 
-def write_log(path: Path, entries: Iterable[tuple[str, str]], *, max_bytes: int = MAX_BYTES,
-              backups: int = BACKUPS) -> list[Path]:
+def write_log(
+    path: Path, entries: Iterable[tuple[str, str]], *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS
+) -> list[Path]:
     """Write ``(level, message)`` entries to ``path`` (and its backups when they exceed
     ``max_bytes``); returns the files written, newest first."""
     handler = _Handler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", errors="backslashreplace")

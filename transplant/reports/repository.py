@@ -86,8 +86,15 @@ def report_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def write_reports(folder: Path, results: Sequence[FileResult], *, taken: set[str], notes: Sequence[str] = (),
-                  warnings: Sequence[str] = (), copied: int = 0) -> dict[str, str]:
+def write_reports(
+    folder: Path,
+    results: Sequence[FileResult],
+    *,
+    taken: set[str],
+    notes: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+    copied: int = 0,
+) -> dict[str, str]:
     """Write the three reports into ``folder``, under names that leave the project's own files of
     the same names (``taken``) alone; returns report name -> the name it was written under."""
     from .log import write_log
@@ -102,8 +109,9 @@ def write_reports(folder: Path, results: Sequence[FileResult], *, taken: set[str
 _LOG_LEVEL = {"fix": "INFO", "note": "INFO", "warning": "WARNING", "error": "ERROR"}
 
 
-def log_entries(results: Sequence[FileResult], notes: Sequence[str], warnings: Sequence[str],
-                copied: int) -> Iterator[tuple[str, str]]:
+def log_entries(
+    results: Sequence[FileResult], notes: Sequence[str], warnings: Sequence[str], copied: int
+) -> Iterator[tuple[str, str]]:
     converted = sum(1 for r in results if r.new is not None)
     yield "INFO", f"transplant run: {converted} files converted, {copied} copied"
     for note in notes:
@@ -137,8 +145,10 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
         per_api[(r.api, r.level)].append(res.path)
 
     unsupported = sheet("Unsupported", UNSUPPORTED_COLUMNS, grouped)
-    counts = sorted((ApiCount(api, level, len(files), len(set(files))) for (api, level), files in per_api.items()),
-                    key=lambda r: (-r.occurrences, r.api))
+    counts = sorted(
+        (ApiCount(api, level, len(files), len(set(files))) for (api, level), files in per_api.items()),
+        key=lambda r: (-r.occurrences, r.api),
+    )
     api_counts = sheet("API counts", API_COUNT_COLUMNS, counts)
     operators = sheet("Custom operators", OPERATOR_COLUMNS, operator_rows(results))
     libraries = sheet("Libraries", LIBRARY_COLUMNS, library_rows(results))

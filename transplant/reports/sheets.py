@@ -69,8 +69,14 @@ def operator_rows(results: Iterable[FileResult]) -> list[OperatorRow]:
         for r in res.findings:
             if r.code == CODES["custom_op"]:
                 registered.add(r.api)
-                rows.append(OperatorRow(res.path, r.api or "(CUDA kernels, no operator registered)",
-                                        r.line if r.api else "", ", ".join(calls.get(r.api, [])) if r.api else ""))
+                rows.append(
+                    OperatorRow(
+                        res.path,
+                        r.api or "(CUDA kernels, no operator registered)",
+                        r.line if r.api else "",
+                        ", ".join(calls.get(r.api, [])) if r.api else "",
+                    )
+                )
     for api in sorted(set(calls) - registered):  # calls to operators whose source is not in the input
         rows.append(OperatorRow("", api, "", ", ".join(calls[api])))
     return rows
@@ -87,9 +93,15 @@ def library_rows(results: Iterable[FileResult]) -> list[LibraryRow]:
                 uses[r.api].setdefault(res.path, []).append(_place(res, r))
                 if r.suggestion and r.suggestion not in routes[r.api][r.level]:
                     routes[r.api][r.level].append(r.suggestion)
-    return [LibraryRow(lib, sum(map(len, uses[lib].values())),
-                       ", ".join(_where(path, places) for path, places in uses[lib].items()),
-                       "; ".join(_routes(routes[lib]))) for lib in sorted(uses)]
+    return [
+        LibraryRow(
+            lib,
+            sum(map(len, uses[lib].values())),
+            ", ".join(_where(path, places) for path, places in uses[lib].items()),
+            "; ".join(_routes(routes[lib])),
+        )
+        for lib in sorted(uses)
+    ]
 
 
 def _routes(by_level: dict[str, list[str]]) -> list[str]:

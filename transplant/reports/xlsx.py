@@ -85,8 +85,11 @@ def _styles() -> dict[int, dict[str, object]]:
     bold = Font(b=True, sz=11, name="Calibri", family=2)
     return {
         PLAIN: {},
-        HEADER: {"font": Font(b=True, sz=11, color=HEADER_FONT, name="Calibri", family=2),
-                 "fill": PatternFill("solid", fgColor=HEADER_FILL), "alignment": Alignment(vertical="center")},
+        HEADER: {
+            "font": Font(b=True, sz=11, color=HEADER_FONT, name="Calibri", family=2),
+            "fill": PatternFill("solid", fgColor=HEADER_FILL),
+            "alignment": Alignment(vertical="center"),
+        },
         PERCENT: {"number_format": "0.0%"},
         BOLD: {"font": bold},
         BOLD_PERCENT: {"font": bold, "number_format": "0.0%"},
@@ -121,6 +124,10 @@ def write_workbook(path: Path, sheets: list[Sheet]) -> None:
             ws.column_dimensions[column_letter(i)].width = width
         ws.auto_filter.ref = f"A1:{column_letter(len(sheet.header))}{len(sheet.rows) + 1}"
         for r, row in enumerate([sheet.header, *sheet.rows], start=1):
-            ws.append([cell(ws, value, HEADER if r == 1 else sheet.styles.get((r, c), PLAIN))
-                       for c, value in enumerate(row, start=1)])
+            ws.append(
+                [
+                    cell(ws, value, HEADER if r == 1 else sheet.styles.get((r, c), PLAIN))
+                    for c, value in enumerate(row, start=1)
+                ]
+            )
     ExcelWriter(workbook, _FixedDates(path, "w", zipfile.ZIP_DEFLATED)).save()

@@ -31,8 +31,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("set_device", devices.set_devices, ()),  # fixed set_device for a single process only
     Pass("fixed_devices", devices.fixed_devices, ("indices",)),  # fixed device strings left: reported
     # the set-up goes before the first edit that needs the process group: it runs last
-    Pass("setup", setup.run, ("samplers", "epochs", "dataparallel", "indices", "ddp", "saves", "prints",
-                              "set_device")),
+    Pass("setup", setup.run, ("samplers", "epochs", "dataparallel", "indices", "ddp", "saves", "prints", "set_device")),
 )
 
 

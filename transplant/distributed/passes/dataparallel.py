@@ -14,8 +14,9 @@ from ...engine import dotted_parts
 from ..analysis import short
 from ..plan import chain
 
-DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-                           "torch.nn.parallel.data_parallel.DataParallel"})
+DATA_PARALLEL = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
+)
 ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)  # need no parentheses before ".npu()"
 
 
@@ -40,8 +41,9 @@ def run(p) -> None:
         k = p.key()
         if line is not None:
             p.plan.remove[id(line)] = k
-            p.plan.record("ddp", f"remove {short(line.body[0])}: DistributedDataParallel takes the place of "
-                                 "DataParallel", k)
+            p.plan.record(
+                "ddp", f"remove {short(line.body[0])}: DistributedDataParallel takes the place of DataParallel", k
+            )
             continue
         index = list(call.args).index(wrapped)
         plan = p.plan
@@ -54,8 +56,11 @@ def run(p) -> None:
             return inner
 
         p.plan.replace[id(call)] = chain(p.plan.replace.get(id(call)), unwrap)
-        p.plan.record("ddp", f"{short(wrapped.value)} instead of {short(call)}: DistributedDataParallel takes "
-                             "the place of DataParallel", k)
+        p.plan.record(
+            "ddp",
+            f"{short(wrapped.value)} instead of {short(call)}: DistributedDataParallel takes the place of DataParallel",
+            k,
+        )
     if holders:
         _module_attributes(p, holders)
 
@@ -118,7 +123,10 @@ def _self_assignment(p, call: cst.Call, wrapped: cst.BaseExpression) -> cst.Simp
     if not target or target != dotted_parts(wrapped):
         return None
     line = p.a.parent.get(id(assign))
-    if (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
-            and isinstance(p.a.parent.get(id(line)), (cst.IndentedBlock, cst.Module))):
+    if (
+        isinstance(line, cst.SimpleStatementLine)
+        and len(line.body) == 1
+        and isinstance(p.a.parent.get(id(line)), (cst.IndentedBlock, cst.Module))
+    ):
         return line
     return None

@@ -12,8 +12,9 @@ import libcst as cst
 from ..analysis import MOVES
 from ..plan import PlanApplier, anchor_of, parse_stmt
 
-DDP_NAMES = frozenset({"torch.nn.parallel.DistributedDataParallel",
-                       "torch.nn.parallel.distributed.DistributedDataParallel"})
+DDP_NAMES = frozenset(
+    {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"}
+)
 
 
 def run(p) -> None:
@@ -27,14 +28,17 @@ def run(p) -> None:
         return
     placement = _placement(p, sites)
     if placement is None:
-        p.plan.warnings.append(f"{a.target_code} is assigned in a one-line block; not wrapped in "
-                               "DistributedDataParallel")
+        p.plan.warnings.append(
+            f"{a.target_code} is assigned in a one-line block; not wrapped in DistributedDataParallel"
+        )
         return
     stmt, _block = placement
     t = a.target_code
-    wrap = parse_stmt(f"if torch.distributed.is_initialized():\n"
-                      f"    {t} = torch.nn.parallel.DistributedDataParallel({t}, "
-                      f"device_ids=[torch_npu.npu.current_device()])\n")
+    wrap = parse_stmt(
+        f"if torch.distributed.is_initialized():\n"
+        f"    {t} = torch.nn.parallel.DistributedDataParallel({t}, "
+        f"device_ids=[torch_npu.npu.current_device()])\n"
+    )
     k = p.key()
     p.plan.anchors[k] = anchor_of(wrap)
     ret = _return_of(stmt)
@@ -62,12 +66,19 @@ def run(p) -> None:
     order = {id(n): i for i, n in enumerate(a.nodes)}
     building = {id(a.function_of(s) or a.module) for s in a.target_sites}
     for call in a.nodes:
-        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "load_state_dict" and a.is_target(call.func.value)
-                and not a.in_helpers(call)):
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "load_state_dict"
+            and a.is_target(call.func.value)
+            and not a.in_helpers(call)
+        ):
             scope = a.function_of(call) or a.module
-            if scope is wrap_scope and order[id(call)] < order[id(stmt)] or (
-                    scope is not wrap_scope and id(scope) in building):
+            if (
+                scope is wrap_scope
+                and order[id(call)] < order[id(stmt)]
+                or (scope is not wrap_scope and id(scope) in building)
+            ):
                 continue
             lk = p.key()
 
@@ -110,12 +121,15 @@ def _ddp_sites(p) -> list[cst.CSTNode]:
             continue
         if node in sites:
             found.append(node)
-        elif (isinstance(node, cst.Expr) and isinstance(node.value, cst.Call)
-              and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value in MOVES
-              and a.is_target(node.value.func.value)):
+        elif (
+            isinstance(node, cst.Expr)
+            and isinstance(node.value, cst.Call)
+            and isinstance(node.value.func, cst.Attribute)
+            and node.value.func.attr.value in MOVES
+            and a.is_target(node.value.func.value)
+        ):
             found.append(node)
-        elif isinstance(node, cst.Return) and node.value is not None and any(
-                a.is_target(n) for n in a.subtree(node)):
+        elif isinstance(node, cst.Return) and node.value is not None and any(a.is_target(n) for n in a.subtree(node)):
             found.append(node)
             break
         elif isinstance(node, (cst.For, cst.While)) and found:

@@ -22,11 +22,15 @@ def set_devices(p) -> None:
             continue
         line = p.sole_expr_statement(call)
         if line is None:
-            p.plan.warnings.append(f"{code_of(call)} sets one NPU for every process; the launcher's choice "
-                                   "is overridden")
+            p.plan.warnings.append(
+                f"{code_of(call)} sets one NPU for every process; the launcher's choice is overridden"
+            )
             continue
-        p.plan.record("device", "set_device only for a single process: when distributed, each process "
-                      "uses the NPU the launcher gave it", p.guard_line(line, "npu_world_size() == 1"))
+        p.plan.record(
+            "device",
+            "set_device only for a single process: when distributed, each process uses the NPU the launcher gave it",
+            p.guard_line(line, "npu_world_size() == 1"),
+        )
 
 
 def fixed_devices(p) -> None:
@@ -42,5 +46,9 @@ def fixed_devices(p) -> None:
             if isinstance(value, str) and FIXED_DEVICE.match(value):
                 k = p.key()
                 p.plan.replace[id(node)] = chain(p.plan.replace.get(id(node)), anchoring(p.plan, k))
-                p.plan.finding("device", f"fixed device {value!r}: every process would use "
-                               "this NPU; use 'npu' (the NPU the set-up selected for the process)", k)
+                p.plan.finding(
+                    "device",
+                    f"fixed device {value!r}: every process would use "
+                    "this NPU; use 'npu' (the NPU the set-up selected for the process)",
+                    k,
+                )

@@ -23,9 +23,15 @@ def run(p) -> None:
         if not isinstance(loop.body, cst.IndentedBlock):
             continue
         refs: list[tuple[str, cst.CSTNode]] = []
-        existing = {code_of(n.func.value) for body in _bodies(p, loop.body, 0) for n in p.a.subtree(body)
-                    if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-                    and n.func.attr.value == "set_epoch" and p.a.under(n, body)}
+        existing = {
+            code_of(n.func.value)
+            for body in _bodies(p, loop.body, 0)
+            for n in p.a.subtree(body)
+            if isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "set_epoch"
+            and p.a.under(n, body)
+        }
         for node, info in _loader_refs(p, loop, loop.body, 0):
             receiver = _receiver(p, node, info, loop)
             if {receiver, f"{code_of(node)}.sampler", info.sampler} & existing:
@@ -77,7 +83,8 @@ def _loader_refs(p, loop: cst.For, body: cst.CSTNode, depth: int) -> Iterator[tu
             continue
         parent = p.a.parent.get(id(node))
         if isinstance(parent, (cst.AssignTarget, cst.Attribute)) and (
-                not isinstance(parent, cst.Attribute) or parent.value is node):
+            not isinstance(parent, cst.Attribute) or parent.value is node
+        ):
             continue
         info = loader_of(p, node, node)
         if info is None or not info.distributed:
@@ -88,9 +95,13 @@ def _loader_refs(p, loop: cst.For, body: cst.CSTNode, depth: int) -> Iterator[tu
 
 
 def _uses_loader(p, loop: cst.For) -> bool:
-    return any(isinstance(n, (cst.Name, cst.Attribute)) and p.a.under(n, loop.body)
-               and (info := loader_of(p, n, n)) is not None and info.distributed
-               for n in p.a.subtree(loop.body))
+    return any(
+        isinstance(n, (cst.Name, cst.Attribute))
+        and p.a.under(n, loop.body)
+        and (info := loader_of(p, n, n)) is not None
+        and info.distributed
+        for n in p.a.subtree(loop.body)
+    )
 
 
 def _receiver(p, ref: cst.CSTNode, info: LoaderInfo, loop: cst.For) -> str:

@@ -23,8 +23,21 @@ from ..templates import INDEX_FUNCTION
 from .devices import SET_DEVICE
 
 NPU_INDEX = re.compile(r"^npu:(\d+)$")
-BINDINGS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr, cst.Param,
-            cst.Global, cst.Nonlocal, cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.CompFor)
+BINDINGS = (
+    cst.AssignTarget,
+    cst.AnnAssign,
+    cst.AugAssign,
+    cst.For,
+    cst.AsName,
+    cst.NamedExpr,
+    cst.Param,
+    cst.Global,
+    cst.Nonlocal,
+    cst.ImportAlias,
+    cst.FunctionDef,
+    cst.ClassDef,
+    cst.CompFor,
+)
 
 
 def run(p) -> None:
@@ -41,7 +54,7 @@ def run(p) -> None:
                 continue
             found = NPU_INDEX.match(value) if isinstance(value, str) else None
             if found:
-                new = cst.parse_expression(f'f{node.quote}npu:{{{INDEX_FUNCTION}({found.group(1)})}}{node.quote}')
+                new = cst.parse_expression(f"f{node.quote}npu:{{{INDEX_FUNCTION}({found.group(1)})}}{node.quote}")
                 _rewrite(p, node, new, f"fixed device {value!r}")
         elif isinstance(node, cst.Arg) and _index_arg(p, node):
             index = node.value
@@ -61,8 +74,12 @@ def _rewrite(p, node: cst.CSTNode, new: cst.BaseExpression, what: str) -> None:
     plan.replace[id(node)] = chain(plan.replace.get(id(node)), replace)
     p.rewritten_devices.add(id(node))
     p.needs_index_helper = True
-    plan.record("device", f"{what} follows this process's NPU: {short(new)} (the NPU the set-up selected; "
-                          "the same index for a single process)", k)
+    plan.record(
+        "device",
+        f"{what} follows this process's NPU: {short(new)} (the NPU the set-up selected; "
+        "the same index for a single process)",
+        k,
+    )
 
 
 def _device_position(p, node: cst.SimpleString) -> bool:
@@ -101,7 +118,8 @@ def _in_set_device(p, node: cst.CSTNode) -> bool:
     for anc in p.a.ancestors(node):
         if isinstance(anc, cst.Call):
             return p.a.qual(anc.func) in SET_DEVICE or (
-                isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "set_device")
+                isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "set_device"
+            )
         if isinstance(anc, cst.BaseStatement):
             return False
     return False
@@ -115,8 +133,13 @@ def _int_constants(p) -> set[str]:
         if not isinstance(node, BINDINGS):
             continue
         if isinstance(node, cst.ImportAlias):
-            names = {(node.asname.name.value if node.asname and isinstance(node.asname.name, cst.Name)
-                      else ".".join(dotted_parts(node.name) or [""]).split(".")[0])}
+            names = {
+                (
+                    node.asname.name.value
+                    if node.asname and isinstance(node.asname.name, cst.Name)
+                    else ".".join(dotted_parts(node.name) or [""]).split(".")[0]
+                )
+            }
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             names = {n.name.value for n in node.names}
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
@@ -128,7 +151,12 @@ def _int_constants(p) -> set[str]:
             counts[name] = counts.get(name, 0) + 1
         if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
             assign = p.a.parent.get(id(node))
-            if (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Integer)
-                    and p.a.function_of(assign) is None and p.a.class_of(assign) is None):
+            if (
+                isinstance(assign, cst.Assign)
+                and len(assign.targets) == 1
+                and isinstance(assign.value, cst.Integer)
+                and p.a.function_of(assign) is None
+                and p.a.class_of(assign) is None
+            ):
                 ints.add(node.target.value)
     return {name for name in ints if counts.get(name) == 1}

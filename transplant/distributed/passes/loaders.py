@@ -53,8 +53,11 @@ def run(p) -> None:
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 target = node.targets[0].target
                 leaves = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-                values = [e.value for e in node.value.elements] if isinstance(
-                    node.value, (cst.Tuple, cst.List)) and len(leaves) > 1 else [node.value]
+                values = (
+                    [e.value for e in node.value.elements]
+                    if isinstance(node.value, (cst.Tuple, cst.List)) and len(leaves) > 1
+                    else [node.value]
+                )
                 if len(values) == 1 and len(leaves) > 1:
                     infos = _value_infos(p, values[0], node)
                 elif len(values) == len(leaves):
@@ -70,8 +73,12 @@ def run(p) -> None:
                         if key is not None:
                             # a key only for a known loader (key is None when info is)
                             known = cast(LoaderInfo, info)
-                            p.loaders.setdefault(key, known if isinstance(node.value, (cst.Name, cst.Attribute))
-                                                 else LoaderInfo(known.distributed))
+                            p.loaders.setdefault(
+                                key,
+                                known
+                                if isinstance(node.value, (cst.Name, cst.Attribute))
+                                else LoaderInfo(known.distributed),
+                            )
             elif isinstance(node, cst.Call) and (fn := p.a.callee(node)) is not None:
                 params = [q for q in fn.params.params if not (q.name.value == "self" and p.a.class_of(fn))]
                 by_name = {q.name.value: q for q in (*fn.params.params, *fn.params.kwonly_params)}
@@ -81,8 +88,11 @@ def run(p) -> None:
                     info = loader_of(p, arg.value, node)
                     if info is None:
                         continue
-                    param = by_name.get(arg.keyword.value) if arg.keyword is not None else (
-                        params[i] if i < len(params) else None)
+                    param = (
+                        by_name.get(arg.keyword.value)
+                        if arg.keyword is not None
+                        else (params[i] if i < len(params) else None)
+                    )
                     if param is not None:
                         p.loaders.setdefault(("name", id(fn), param.name.value), LoaderInfo(info.distributed))
         if len(p.loaders) == before:

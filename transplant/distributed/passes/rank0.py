@@ -24,9 +24,12 @@ def saves(p) -> None:
             # `ckp = model.state_dict()` ... `torch.save(ckp, path)` in the same function
             scope = a.function_of(call)
             for node in a.subtree(scope) if scope is not None else a.nodes:
-                if (isinstance(node, cst.Assign) and a.function_of(node) is scope
-                        and any(isinstance(t.target, cst.Name) and t.target.value == obj.value for t in node.targets)
-                        and a.span[id(node)][0] < a.span[id(call)][0]):
+                if (
+                    isinstance(node, cst.Assign)
+                    and a.function_of(node) is scope
+                    and any(isinstance(t.target, cst.Name) and t.target.value == obj.value for t in node.targets)
+                    and a.span[id(node)][0] < a.span[id(call)][0]
+                ):
                     refs = _target_refs(p, node.value)
         if not refs:
             continue
@@ -40,8 +43,9 @@ def saves(p) -> None:
                 return new
 
             p.plan.replace[id(ref)] = unwrap
-            p.plan.record("rank0", f"save the model inside the DistributedDataParallel wrapper: "
-                          f"npu_unwrap({code_of(ref)})", k)
+            p.plan.record(
+                "rank0", f"save the model inside the DistributedDataParallel wrapper: npu_unwrap({code_of(ref)})", k
+            )
         line = p.sole_expr_statement(call)
         if line is not None and not a.guarded_by(call, "rank"):
             p.plan.record("rank0", "torch.save on rank 0 only", p.guard_line(line, "npu_rank() == 0"))
@@ -49,9 +53,16 @@ def saves(p) -> None:
 
 def _target_refs(p, expr: cst.BaseExpression) -> list[cst.CSTNode]:
     a = p.a
-    return [n for n in [expr, *a.subtree(expr)] if a.is_target(n) and not (
-            isinstance(a.parent.get(id(n)), cst.Attribute) and a.parent[id(n)].value is n
-            and a.is_target(a.parent[id(n)]))]
+    return [
+        n
+        for n in [expr, *a.subtree(expr)]
+        if a.is_target(n)
+        and not (
+            isinstance(a.parent.get(id(n)), cst.Attribute)
+            and a.parent[id(n)].value is n
+            and a.is_target(a.parent[id(n)])
+        )
+    ]
 
 
 def _unwrapped(p, ref: cst.CSTNode) -> bool:

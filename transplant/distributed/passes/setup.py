@@ -25,18 +25,31 @@ def run(p) -> None:
     header_end = 0
     for i, stmt in enumerate(module_body):
         if (i == 0 and is_docstring_stmt(stmt)) or (
-                isinstance(stmt, cst.SimpleStatementLine)
-                and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)):
+            isinstance(stmt, cst.SimpleStatementLine)
+            and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+        ):
             header_end = i + 1
             continue
         break
     # imports the helpers and the edits need
     missing = [m for m in ("atexit", "os", "torch", "torch_npu") if not a.imports_plain(m)]
-    imports = [i for i, stmt in enumerate(module_body[:header_end])
-               if not is_docstring_stmt(stmt) and not is_future_import(stmt)]
-    torch_at = next((i for i in imports if any(
-        isinstance(s, cst.Import) and any(import_module_name(al.name).split(".")[0] in ("torch", "torch_npu")
-                                          for al in s.names) for s in module_body[i].body)), None)
+    imports = [
+        i
+        for i, stmt in enumerate(module_body[:header_end])
+        if not is_docstring_stmt(stmt) and not is_future_import(stmt)
+    ]
+    torch_at = next(
+        (
+            i
+            for i in imports
+            if any(
+                isinstance(s, cst.Import)
+                and any(import_module_name(al.name).split(".")[0] in ("torch", "torch_npu") for al in s.names)
+                for s in module_body[i].body
+            )
+        ),
+        None,
+    )
     for m in missing:
         # os with the first imports, torch_npu after import torch, torch at the end of the imports
         if m in ("atexit", "os"):
@@ -58,27 +71,42 @@ def run(p) -> None:
         if header_end < len(module_body):
             nxt = module_body[header_end]
             if len(nxt.leading_lines) < 2 and not any(line.comment for line in nxt.leading_lines):
-                plan.replace[id(nxt)] = chain(plan.replace.get(id(nxt)),
-                                              lambda updated: updated.with_changes(leading_lines=blank))
+                plan.replace[id(nxt)] = chain(
+                    plan.replace.get(id(nxt)), lambda updated: updated.with_changes(leading_lines=blank)
+                )
         _insert_module(p, header_end, helpers, module_body)
         k1, k2 = p.key(), p.key()
         plan.anchors[k1] = anchor_of(helpers[0])
         last = cast(cst.FunctionDef, helpers[-1])  # HELPERS ends with a function
-        plan.anchors[k2] = (cast(cst.SimpleStatementLine, last.body.body[-1]).body[0]
-                            if isinstance(last.body, cst.IndentedBlock) else last.name)
-        plan.record("setup", "add the process-group set-up (hccl, rank and world size from RANK_ID/RANK_SIZE/"
-                    "DEVICE_ID or RANK/WORLD_SIZE/LOCAL_RANK) and rank helpers", k1, k2)
+        plan.anchors[k2] = (
+            cast(cst.SimpleStatementLine, last.body.body[-1]).body[0]
+            if isinstance(last.body, cst.IndentedBlock)
+            else last.name
+        )
+        plan.record(
+            "setup",
+            "add the process-group set-up (hccl, rank and world size from RANK_ID/RANK_SIZE/"
+            "DEVICE_ID or RANK/WORLD_SIZE/LOCAL_RANK) and rank helpers",
+            k1,
+            k2,
+        )
     elif add_index:  # converted before: its helpers lack npu_index
-        last_helper = max((f for f in a.functions.values() if f.name.value in HELPER_NAMES and f in module_body),
-                          key=module_body.index, default=None)
+        last_helper = max(
+            (f for f in a.functions.values() if f.name.value in HELPER_NAMES and f in module_body),
+            key=module_body.index,
+            default=None,
+        )
         helper = cst.parse_module(INDEX_HELPER).body[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         if last_helper is not None:
             plan.after.setdefault(id(last_helper), []).append(helper)
             k = p.key()
             plan.anchors[k] = anchor_of(helper)
             plan.record("setup", f"add {INDEX_FUNCTION}() beside the set-up helpers", k)
-    already_called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == SETUP_FUNCTION
-                         for n in a.nodes if not a.in_helpers(n))
+    already_called = any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == SETUP_FUNCTION
+        for n in a.nodes
+        if not a.in_helpers(n)
+    )
     if already_called:
         return
     call = parse_stmt(f"{SETUP_FUNCTION}()\n")
@@ -127,7 +155,8 @@ def _setup_place(p) -> tuple[str, cst.CSTNode] | None:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or is_docstring_stmt(stmt):
             continue
         if isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
             continue
         return "before", stmt
     main = a.functions.get("main")
