@@ -33,17 +33,19 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 from transplant.config import RuleOptions  # noqa: E402
 from transplant.lsp.analysis import analyse  # noqa: E402
 from transplant.lsp.server import DEBOUNCE_SECONDS, TransplantServer  # noqa: E402
+from transplant.session import Session, load_rules  # noqa: E402
 
 
 def in_process(text: str, repeat: int) -> tuple[list[float], list[float], list[float], int]:
     server = TransplantServer()
     uri = "file:///bench/train.py"
-    analyse(uri, text, RuleOptions())  # warm-up: rules and libcst loaded once, as in the server
+    session = Session(load_rules(RuleOptions()))  # the rules, loaded once as in the server
+    analyse(uri, text, session)  # warm-up: libcst loaded once, as in the server
     times, actions, cpu = [], [], []
     for i in range(repeat):
         edited = text + f"# edit {i}\n"
         start, start_cpu = time.perf_counter(), time.process_time()
-        result = analyse(uri, edited, RuleOptions())
+        result = analyse(uri, edited, session)
         diagnostics = [server.diagnostic(result, f) for f in result.findings]
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
