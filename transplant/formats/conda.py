@@ -30,7 +30,7 @@ _SPEC = re.compile(r"^(?:([\w.-]+)::)?([A-Za-z0-9_][\w.-]*)(.*)$")
 
 def is_environment(path: str, data: bytes) -> bool:
     base = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    if not base.endswith((".yml", ".yaml")):
+    if not base.endswith((".yml", ".yaml")) or b"dependencies" not in data:  # the regex only for a candidate
         return False
     tops = set(re.findall(rb"^([A-Za-z_][\w-]*)\s*:", data, re.MULTILINE))
     return b"dependencies" in tops and (b"channels" in tops or base.startswith(("environment", "conda", "env")))
