@@ -254,6 +254,8 @@ def _convert_once(
         index, anchor = earlier, insertion_anchor(module.body, earlier)
     if skel is not None:
         positions = {key: skel.position(pos) for key, pos in positions.items()}
+        if first_use is not None:  # in the source's lines, as the positions it is compared with below
+            first_use = min(positions[id(a)][0] for a in conv.npu_uses if id(a) in positions)
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
     if guards is not None:
         hit |= {
