@@ -75,8 +75,11 @@ def worker_pool(workers: int, ctx, session: Session) -> Iterator[ProcessPoolExec
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # hand out nothing more
-        end_workers()
+        end_workers()  # at once, whatever file they are converting
+        # then the pool's own thread: with the workers gone it ends at once, and joining it here
+        # leaves none to race the interpreter's exit (in Python 3.11 its exit hook can write to the
+        # thread's wake-up pipe as the thread closes it: "Exception ignored ... Bad file descriptor")
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=True)  # returns at once when the workers were ended

@@ -61,10 +61,21 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def received_status() -> int | None:
-    """The exit status for the stop signal received within stop_on_signals (for code, such as the
-    language server's library, that handles KeyboardInterrupt itself), or None."""
-    return 128 + _received[0] if _received else None
+def exit_at_once_on_signals() -> None:
+    """For a process that holds nothing to clean up or save (the language server, whose only output
+    is what it has already sent): SIGINT and SIGTERM end it at once, with the status 128 plus the
+    signal's number and no traceback, whatever its threads and its event loop are doing. Unwinding
+    them instead (pygls' thread pools, asyncio's shutdown of tasks and executors) can wait on a thread
+    blocked in a read of stdin or on a lock the interrupted code held."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handle(signum: int, frame) -> None:
+        end_workers()
+        os._exit(128 + signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, handle)
 
 
 def worker_signals() -> None:

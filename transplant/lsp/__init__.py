@@ -31,10 +31,8 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    from ..stopping import exit_status, received_status
+    from ..stopping import exit_at_once_on_signals
 
-    try:
-        build_server().start_io()  # returns when the client asks the server to exit, or on a stop signal
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: stopping without a word, as the client asked
-        return exit_status(exc)
-    return received_status() or 0
+    exit_at_once_on_signals()  # the server keeps nothing to save: a stop signal ends it there and then
+    build_server().start_io()  # returns when the client asks the server to exit
+    return 0
