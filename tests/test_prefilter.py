@@ -388,7 +388,9 @@ def test_an_added_import_follows_the_right_one_of_equal_lines(
 def test_an_import_below_folded_code_still_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     # the skeleton folds the function into one line: the first use of torch_npu and the file's own
     # ``import torch_npu`` must be compared in the same lines (found by the property test above)
-    source = b"import torch\n\ndef g():\n    a = 1\n    return a\n\nimport torch_npu\nbuf = torch.empty(2, device='cuda')\n"
+    source = (
+        b"import torch\n\ndef g():\n    a = 1\n    return a\n\nimport torch_npu\nbuf = torch.empty(2, device='cuda')\n"
+    )
     fast = engine.convert(source, RULES)
     slow = _reference_convert(source, RULES, monkeypatch)
     assert fast.new == slow.new == source.replace(b"'cuda'", b"'npu'")
