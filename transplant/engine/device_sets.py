@@ -20,6 +20,7 @@ import libcst as cst
 
 from .cst_util import string_value
 from .literals import is_cuda_device, is_device_template
+from .npu_aware import NPU_STRING
 
 # `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU, or CPU: the
 # list CUDA is appended to when there is a GPU) one, assigned
@@ -46,7 +47,7 @@ def _template(node: cst.BaseExpression) -> bool:
 def _npu(node: cst.CSTNode) -> bool:
     value = string_value(node) if isinstance(node, cst.SimpleString) else None
     if value is not None:
-        return value == "npu" or value.startswith("npu:")
+        return NPU_STRING.match(value) is not None
     return isinstance(node, cst.FormattedString) and _template(node) and not is_device_template(node)
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from ..project import ProjectFacts
-from ..project.builds import CUDA_SOURCE, NPU_ROUTE, find_builds
+from ..project.builds import CUDA_KEYWORDS, CUDA_SOURCE, NPU_ROUTE, find_builds
 from ..project.pynames import dotted, import_bindings, qualify
 from ..rules import RuleSet
 
@@ -40,7 +40,6 @@ GPU_PACKAGE = re.compile(
     r"|paddlepaddle-gpu|jax\[cuda\w*\]|mxnet-cu\d+|cupy-cuda\w*)(?![\w-])"
 )
 TENSORFLOW = re.compile(r"^tensorflow(?:\s*[<>=!~].*)?$")
-CUDA_BUILD_KEYWORDS = frozenset({"cuda_sources", "extra_cuda_cflags"})
 
 
 @dataclass(frozen=True)
@@ -230,7 +229,7 @@ class Reach:
             name = f" '{build.name}'" if build.name else ""
             return Reason("build", f"the runtime CUDA build {build.kind}{name}", where, NPU_ROUTE)
         for kw in call.keywords:
-            if kw.arg in CUDA_BUILD_KEYWORDS:
+            if kw.arg in CUDA_KEYWORDS:
                 return Reason("build", f"a runtime CUDA build ({kw.arg}=)", where, NPU_ROUTE)
         for arg in [*call.args, *(kw.value for kw in call.keywords)]:
             for node in ast.walk(arg):
