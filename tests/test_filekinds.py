@@ -131,3 +131,19 @@ def test_every_file_the_hooks_hand_over_is_one_transplant_converts():
     assert refused == []
     for tag in types:  # each tag selects some file of the registry's
         assert any(tag in identify.tags_from_filename(n) for n in handed), tag
+
+
+def test_the_project_pass_finds_build_files_as_the_registry_does():
+    # project/cuda_programs.py keeps its own copy of the build kind's names (importing filekinds
+    # there would make a cycle through project/): the two must agree, name by name
+    from transplant.filekinds import BY_NAME
+    from transplant.project import cuda_programs
+
+    build = BY_NAME["build"]
+    assert cuda_programs.SIZE_LIMIT == build.size_limit
+    samples = [*build.names, *(f"sub/x{s}" for s in build.suffixes), "Makefile", "CMakeLists.txt", "rules.mk"]
+    for name in samples:
+        lower = name.lower()
+        assert cuda_programs.is_build_file(name) and build.matches(lower, lower.rsplit("/", 1)[-1]), name
+    for name in ["makefile.py", "cmakelists.txt.in", "notes.md", "x.cmake.bak"]:
+        assert not cuda_programs.is_build_file(name) and not build.matches(name, name), name
