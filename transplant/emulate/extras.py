@@ -9,6 +9,7 @@ NotEmulated (coverage.py). This module builds namespaces only.
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import torch
 import torch.autograd.profiler as autograd_profiler
@@ -75,7 +76,7 @@ class _Activities(set):
 
 def _patch_autograd_profiler(backing: Backing) -> None:
     """torch.autograd.profiler.profile(use_device="npu"), as the rules write it, profiles the backing."""
-    base = autograd_profiler.profile
+    base: Any = autograd_profiler.profile
 
     class profile(base):  # noqa: N801 - torch's name
         def __init__(self, *args, use_device=None, **kwargs):
@@ -84,7 +85,7 @@ def _patch_autograd_profiler(backing: Backing) -> None:
             super().__init__(*args, use_device=use_device, **kwargs)
 
     profile.__module__, profile.__qualname__ = base.__module__, base.__qualname__
-    autograd_profiler.profile = profile
+    autograd_profiler.profile = profile  # type: ignore[misc]  # the emulator replaces torch's own
 
 
 def _named(base: type, name: str) -> type:
@@ -95,7 +96,7 @@ def build(backing: Backing) -> dict:
     """The modules torch_npu.profiler, .optim, .contrib(.module), .utils(.cpp_extension) by name."""
     _patch_autograd_profiler(backing)
     optim = torch.optim
-    optimizers = {
+    optimizers: dict[str, Any] = {
         name: _named(base, name)
         for name, base in (
             ("NpuFusedSGD", optim.SGD),
@@ -106,7 +107,7 @@ def build(backing: Backing) -> dict:
         )
     }
     optimizers["NpuFusedLamb"] = NotEmulated("torch_npu.optim.NpuFusedLamb")
-    contrib_modules = {
+    contrib_modules: dict[str, Any] = {
         name: NotEmulated(f"torch_npu.contrib.module.{name}")
         for name in ("FastSyncBatchNorm", "FusedColorJitter", "ModulatedDeformConv", "PSROIPool", "ROIAlign")
     }

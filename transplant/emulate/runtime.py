@@ -75,7 +75,7 @@ def activate(torch_npu: types.ModuleType) -> None:
         if "." in name:
             parent, _, last = name.rpartition(".")
             setattr(modules[parent], last, made)
-    torch_npu.__version__ = f"emulated on {backing.kind} (transplant emulate)"
+    vars(torch_npu)["__version__"] = f"emulated on {backing.kind} (transplant emulate)"
     summary.install(modules)
     torch._register_device_module("npu", modules["torch_npu.npu"])
     accelerator.install(modules["torch_npu.npu"])

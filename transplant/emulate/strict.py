@@ -20,6 +20,7 @@ import re
 import sys
 import sysconfig
 import types
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -61,7 +62,7 @@ class Checker:
     def caller(self) -> types.FrameType | None:
         """The frame that made the current call, past the emulator and torch's dispatch, when the
         project's own code made it; else None."""
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
             if not (filename.startswith((_HERE, "<frozen")) or filename == _OVERRIDES):
@@ -128,8 +129,8 @@ def install(checker: Checker) -> None:
         checker.use(".cuda()")
         return module_cuda(self, device)
 
-    torch.nn.Module.cuda = cuda
-    base_autocast = torch.amp.autocast_mode.autocast
+    torch.nn.Module.cuda = cuda  # type: ignore[method-assign]  # (the emulator replaces torch's own: here and below)
+    base_autocast: Any = torch.amp.autocast_mode.autocast
 
     class autocast(base_autocast):  # noqa: N801 - torch's name
         def __init__(self, device_type, *args, **kwargs):
@@ -137,7 +138,7 @@ def install(checker: Checker) -> None:
                 checker.use('autocast("cuda")')
             super().__init__(device_type, *args, **kwargs)
 
-    base_scaler = torch.amp.grad_scaler.GradScaler
+    base_scaler: Any = torch.amp.grad_scaler.GradScaler
 
     class GradScaler(base_scaler):
         def __init__(self, device="cuda", *args, **kwargs):
@@ -147,8 +148,8 @@ def install(checker: Checker) -> None:
 
     for made, base in ((autocast, base_autocast), (GradScaler, base_scaler)):
         made.__module__, made.__qualname__, made.__doc__ = base.__module__, base.__qualname__, base.__doc__
-    torch.autocast = torch.amp.autocast = torch.amp.autocast_mode.autocast = autocast
-    torch.amp.GradScaler = torch.amp.grad_scaler.GradScaler = GradScaler
+    torch.autocast = torch.amp.autocast = torch.amp.autocast_mode.autocast = autocast  # type: ignore[misc]
+    torch.amp.GradScaler = torch.amp.grad_scaler.GradScaler = GradScaler  # type: ignore[misc]
     if dist.is_available():
         for name in ("init_process_group", "new_group"):
             setattr(dist, name, _no_nccl(checker, getattr(dist, name), 0 if name == "init_process_group" else 2))

@@ -115,7 +115,7 @@ def install(modules: dict) -> None:
     for name, module in modules.items():
         if name.startswith("torch_npu") and type(module) is types.ModuleType:
             module.__class__ = _Recording
-    module_npu = torch.nn.Module.npu
+    module_npu = torch.nn.Module.npu  # type: ignore[attr-defined]  # added by the emulator (npu_api.py)
 
     def counted_npu(self, *args, **kwargs):
         summary = _state.get("summary")
@@ -124,7 +124,7 @@ def install(modules: dict) -> None:
         return module_npu(self, *args, **kwargs)
 
     counted_npu.__doc__, counted_npu.__name__ = module_npu.__doc__, module_npu.__name__
-    torch.nn.Module.npu = counted_npu
+    torch.nn.Module.npu = counted_npu  # type: ignore[attr-defined]
 
 
 def report() -> None:
