@@ -27,7 +27,15 @@ RULE = "frameworks.json"
 WORDS = (b"attn_implementation", b"use_flash_attention_2", b"accelerator")
 
 
-def _record(lines: list[str], node: ast.AST, code: str, level: str, api: str, message: str, suggestion: str) -> Record:
+def _record(
+    lines: list[str],
+    node: ast.expr | ast.stmt | ast.keyword,
+    code: str,
+    level: str,
+    api: str,
+    message: str,
+    suggestion: str,
+) -> Record:
     col = column(lines, node.lineno, node.col_offset)
     end_line = node.end_lineno or node.lineno
     end_col = column(lines, end_line, node.end_col_offset or node.col_offset)
@@ -50,7 +58,7 @@ def _text(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def attention_record(lines: list[str], node: ast.AST, value: str) -> Record | None:
+def attention_record(lines: list[str], node: ast.expr | ast.keyword, value: str) -> Record | None:
     facts = project_data(DATA)["attention"]
     entry = facts["values"].get(value)
     if entry is None:
@@ -70,10 +78,10 @@ def _key_name(target: ast.AST) -> str | None:
 def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
     facts = project_data(DATA)["attention"]
     keys, flags = set(facts["keys"]), set(facts["flags"])
-    found: list[tuple[ast.AST, str]] = []
+    found: list[tuple[ast.expr | ast.keyword, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in keys and _text(node.value):
-            found.append((node.value, _text(node.value)))
+        if isinstance(node, ast.keyword) and node.arg in keys and (text := _text(node.value)):
+            found.append((node.value, text))
         elif (
             isinstance(node, ast.keyword)
             and node.arg in flags
@@ -81,19 +89,19 @@ def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
             and node.value.value is True
         ):
             found.append((node, "flash_attention_2"))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _text(node.value):
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value and (text := _text(node.value)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_key_name(t) in keys for t in targets):
-                found.append((node.value, _text(node.value)))
+                found.append((node.value, text))
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
-                if _text(key) in keys and _text(value):
-                    found.append((value, _text(value)))
+                if _text(key) in keys and (text := _text(value)):
+                    found.append((value, text))
     records = [attention_record(lines, node, value) for node, value in found]
     return [r for r in records if r is not None]
 
 
-def lightning_record(lines: list[str], node: ast.AST, value: str) -> Record:
+def lightning_record(lines: list[str], node: ast.expr | ast.keyword, value: str) -> Record:
     facts = project_data(DATA)["lightning"]
     return _record(
         lines,
@@ -117,8 +125,13 @@ def _lightning(tree: ast.Module, names: dict[str, str], lines: list[str]) -> lis
         return []
     records = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg == facts["keyword"] and _text(node.value) in facts["values"]:
-            records.append(lightning_record(lines, node.value, _text(node.value)))
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == facts["keyword"]
+            and (text := _text(node.value)) is not None
+            and text in facts["values"]
+        ):
+            records.append(lightning_record(lines, node.value, text))
     return records
 
 
