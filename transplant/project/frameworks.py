@@ -16,6 +16,7 @@ Code that uses DeepSpeed's ``get_accelerator()`` needs nothing and gets nothing.
 from __future__ import annotations
 
 import ast
+from typing import Protocol
 
 from ..records import CODES, Record
 from ..resources import project_data
@@ -27,9 +28,22 @@ RULE = "frameworks.json"
 WORDS = (b"attn_implementation", b"use_flash_attention_2", b"accelerator")
 
 
+class Position(Protocol):
+    """Where a finding is, as an ``ast`` node has it (formats/framework_configs.py makes its own)."""
+
+    @property
+    def lineno(self) -> int: ...
+    @property
+    def col_offset(self) -> int: ...
+    @property
+    def end_lineno(self) -> int | None: ...
+    @property
+    def end_col_offset(self) -> int | None: ...
+
+
 def _record(
     lines: list[str],
-    node: ast.expr | ast.stmt | ast.keyword,
+    node: Position,
     code: str,
     level: str,
     api: str,
@@ -58,7 +72,7 @@ def _text(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def attention_record(lines: list[str], node: ast.expr | ast.keyword, value: str) -> Record | None:
+def attention_record(lines: list[str], node: Position, value: str) -> Record | None:
     facts = project_data(DATA)["attention"]
     entry = facts["values"].get(value)
     if entry is None:
@@ -101,7 +115,7 @@ def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
     return [r for r in records if r is not None]
 
 
-def lightning_record(lines: list[str], node: ast.expr | ast.keyword, value: str) -> Record:
+def lightning_record(lines: list[str], node: Position, value: str) -> Record:
     facts = project_data(DATA)["lightning"]
     return _record(
         lines,
