@@ -107,10 +107,9 @@ class CommandHandlers(State):
             exact = literal and not rest and text.strip() == name
             new = rule.get("new_name")
             if exact and new and not captured and shell is not None and (words := _words(new)) is not None:
+                new_node: cst.BaseExpression
                 if split or shell or " " not in new.strip():
-                    new_node: cst.BaseExpression = _string_like(
-                        node, new
-                    )  # a shell's text, shlex.split("npu-smi info")
+                    new_node = _string_like(node, new)  # a shell's text, shlex.split("npu-smi info")
                 else:  # the string names the program: the new command's words become a list
                     new_node = cst.List(
                         [
