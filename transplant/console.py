@@ -8,11 +8,16 @@ without it, and the summary reads the same in a terminal and in a CI log.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from .config import Config
 from .pool import POOL_MIN_FILES
 from .session import load_rules
 from .runner import RunSummary, UsageError, run
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 # Fewer files than this convert in a moment (in this process, without workers): no progress bar.
 PROGRESS_MIN_FILES = POOL_MIN_FILES
@@ -22,9 +27,9 @@ class _Terminal:
     """Warnings and the progress bar on a terminal's stderr, through rich (imported on first use)."""
 
     def __init__(self) -> None:
-        self.console = None
-        self.bar = None
-        self.task = None
+        self.console: Console | None = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None  # (the bar's one task, added with it)
 
     def _console(self):
         if self.console is None:
@@ -54,7 +59,8 @@ class _Terminal:
             )
             self.bar.start()
             self.task = self.bar.add_task("convert", total=total)
-        self.bar.update(self.task, completed=done, total=total)
+        if self.task is not None:
+            self.bar.update(self.task, completed=done, total=total)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -320,7 +320,12 @@ def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
     for message in errors:
         print(f"transplant: error: {message}", file=err)
     if args.diff:
-        _write_bytes(out, b"".join(unified_diff(o.target.display, o.old, o.new) for o in changed))
+        _write_bytes(
+            out,
+            b"".join(
+                unified_diff(o.target.display, o.old, o.new) for o in changed if o.old is not None and o.new is not None
+            ),
+        )
     report = render(diagnostics, args.format, notifications=errors, exit_code=status)
     if report:
         print(report, end="", file=err if args.diff else out, flush=True)

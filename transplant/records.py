@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .codes import NOT_CONVERTED, TABLE
 
@@ -98,7 +99,16 @@ def internal_error(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)"
 
 
-def needs_hand_rewrite(finding: Record) -> bool:
+class Finding(Protocol):
+    """What needs_hand_rewrite reads: a Record, or a Diagnostic made from one."""
+
+    @property
+    def level(self) -> str: ...
+    @property
+    def code(self) -> str: ...
+
+
+def needs_hand_rewrite(finding: Finding) -> bool:
     """Is this finding (a Record, or a Diagnostic made from one) a use of an API the user must
     rewrite by hand? Errors and warnings are; notes and "could not be parsed" are not."""
     return finding.level in ("error", "warning") and finding.code != NOT_CONVERTED

@@ -470,7 +470,8 @@ def _add_new_name_aliases(rs: RuleSet) -> None:
     ``torch.cuda.set_device(x)`` and its rewrite ``torch_npu.npu.set_device(x)`` are the same
     function; indexing both keeps argument rules idempotent and order-independent.
     """
-    for table in (rs.args_q, rs.device_q):
+    tables: tuple[dict[str, Any], ...] = (rs.args_q, rs.device_q)
+    for table in tables:
         for name in list(table):
             found = rs.new_name(name)
             if found and found[0] not in table:

@@ -94,7 +94,7 @@ def run(
     summary = RunSummary(result)
     user_warn = warn
 
-    def warn(message: str) -> None:
+    def warn_and_keep(message: str) -> None:
         summary.warnings.append(message)
         if user_warn is not None:
             user_warn(message)
@@ -104,9 +104,9 @@ def run(
             entries = [Entry(src.name, "file", True)]
             base = src.parent
         else:
-            entries = list(walk(src, warn))
+            entries = list(walk(src, warn_and_keep))
             base = src
-        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn)
+        _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn_and_keep)
         if post_process is not None:
             post_process(base, staging, summary)
         from .reports.repository import write_reports
@@ -127,7 +127,7 @@ def run(
             try:
                 _remove(old)
             except OSError as exc:
-                warn(f"{old}: previous result moved aside but not deleted ({exc.strerror})")
+                warn_and_keep(f"{old}: previous result moved aside but not deleted ({exc.strerror})")
         else:
             staging.rename(result)
     except OSError as exc:

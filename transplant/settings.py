@@ -42,7 +42,8 @@ def _toml_loads(text: str) -> dict:
         import tomllib
     except ImportError:  # Python < 3.11
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            # (no-redef where the checker's environment has tomli, as on Python 3.10: unused elsewhere)
+            import tomli as tomllib  # type: ignore[no-redef, unused-ignore]
         except ImportError:
             raise RuleError("reading [tool.transplant] needs Python 3.11 or the tomli package") from None
     try:

@@ -37,4 +37,6 @@ def command_uses(code: bytes, rules: RuleSet) -> Iterator[tuple[str, int, int, b
         return
     for match in _command_pattern(tuple(rules.commands)).finditer(code):
         end = match.end(2)
-        yield match.group(2).decode(), match.start(2), end, code[end : _ARGS_END.search(code, end).start()].strip()
+        stop = _ARGS_END.search(code, end)  # (it matches at the end of the text, if not before)
+        args_end = stop.start() if stop is not None else len(code)
+        yield match.group(2).decode(), match.start(2), end, code[end:args_end].strip()

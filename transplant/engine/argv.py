@@ -38,12 +38,15 @@ class ArgvHandlers(State):
             if option is not None:  # "--device=cuda"
                 found, old = option_value(option.group(1), option.group(2)), option.group(2)
                 new_text = f"{option.group(1)}={found[0]}" if found else None
-            elif i > 0 and values[i - 1] is not None and _OPTION.match(values[i - 1]):  # "--device", "cuda"
-                found, old = option_value(values[i - 1], value), value
+            elif i > 0 and (previous := values[i - 1]) is not None and _OPTION.match(previous):  # "--device", "cuda"
+                found, old = option_value(previous, value), value
                 new_text = found[0] if found else None
             else:
                 continue
-            if new_text is None or string_value(elements[i].value) != value:  # or changed by another rule
+            current = elements[i].value
+            if new_text is None or found is None or not isinstance(current, cst.SimpleString):
+                continue
+            if string_value(current) != value:  # changed by another rule
                 continue
             anchor = original_node.elements[i].value
             what = "device string" if found[1] == "device" else "collective backend"
@@ -56,7 +59,7 @@ class ArgvHandlers(State):
                 new=new_text,
                 needs_npu=False,
             ):
-                elements[i] = elements[i].with_changes(value=replace_string(elements[i].value, value, new_text))
+                elements[i] = elements[i].with_changes(value=replace_string(current, value, new_text))
                 changed = True
         return updated_node.with_changes(elements=elements) if changed else updated_node
 

@@ -35,7 +35,7 @@ class Bindings:
         self.original: dict[str, str] = {}
         self.rewritten: dict[str, str] = {}  # names whose import is rewritten -> new qualified
         self.plans: dict[int, ImportPlan] = {}  # id(import node) -> plan
-        self.import_nodes: list[cst.CSTNode] = []
+        self.import_nodes: list[cst.Import | cst.ImportFrom] = []
 
 
 def walk_statements(body: Sequence[cst.CSTNode]) -> Iterable[cst.BaseSmallStatement]:
@@ -60,7 +60,7 @@ def walk_statements(body: Sequence[cst.CSTNode]) -> Iterable[cst.BaseSmallStatem
             inner = stmt.body
             if isinstance(inner, cst.IndentedBlock):
                 yield from walk_statements(inner.body)
-            else:
+            elif isinstance(inner, cst.SimpleStatementSuite):
                 yield from inner.body
         elif isinstance(stmt, cst.If):  # elif chains
             yield from walk_statements([stmt])
@@ -188,7 +188,7 @@ def targets_npu(rule: Rule) -> bool:
 
 
 def bound_locals(node: cst.Import | cst.ImportFrom) -> list[str]:
-    out = []
+    out: list[str] = []
     if isinstance(node.names, cst.ImportStar):
         return out
     for alias in node.names:

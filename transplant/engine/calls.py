@@ -40,7 +40,7 @@ class CallHandlers(State):
         func = original_node.func
         if is_device_template(original_node):  # "cuda:{}".format(i)
             return self._template(original_node, updated_node)
-        qualified = self.resolve(func)
+        qualified = self.resolve_name(func)
         # x.cuda() is a method call also when x comes from an import ("from models import net"),
         # unless a name rule rewrote the callee (torch.cuda.synchronize)
         method = (
@@ -85,13 +85,14 @@ class CallHandlers(State):
 
         new_func = updated_node.func
         method_rule = self.rules.rename_method.get(method) if method is not None else None
-        if method_rule is not None:
+        if method_rule is not None and method is not None and isinstance(func, cst.Attribute):
             new = method_rule["new_name"].rsplit(".", 1)[-1]
             if self.record(func.attr, "method", f".{method}() -> .{new}()", method_rule, api=method, new=new):
                 new_func = new_func.with_changes(attr=cst.Name(new))
                 changed = True
         elif (
             method is not None
+            and isinstance(func, cst.Attribute)
             and method in self.rules.unsupported_method
             and (qualified is None or qualified == self.rules.unsupported_method[method]["name"])
         ):
@@ -155,15 +156,16 @@ class CallHandlers(State):
         changed = False
         for i, arg in enumerate(args):
             rule = self.rules.env_rule(arg.keyword.value) if arg.keyword is not None else None
-            if rule is None:
+            if rule is None or arg.keyword is None:
+                continue
+            anchor = call.args[i].keyword  # (the original's)
+            if anchor is None:
                 continue
             old = arg.keyword.value
             if rule.get("new_name") is None:
-                self._env_finding(call.args[i].keyword, old, rule)  # values.py
+                self._env_finding(anchor, old, rule)  # values.py
                 continue
-            if self.record(
-                call.args[i].keyword, "env", f"{old} -> {rule['new_name']}", rule, api=old, new=rule["new_name"]
-            ):
+            if self.record(anchor, "env", f"{old} -> {rule['new_name']}", rule, api=old, new=rule["new_name"]):
                 args[i] = arg.with_changes(keyword=cst.Name(rule["new_name"]))
                 changed = True
         return changed

@@ -25,6 +25,7 @@ where it is assigned. Owns ``visit_Assign``; calls.py's ``leave_Call`` hands it 
 from __future__ import annotations
 
 import shlex
+from typing import Callable, cast
 
 import libcst as cst
 
@@ -66,23 +67,23 @@ class CommandHandlers(State):
             return False
         node = call.args[index].value
         shell = _shell_flag(call) if form == "args" else form == "shell"
-        captured = reads_output or _captures(call, self.resolve)
+        captured = reads_output or _captures(call, self.resolve_name)
         if isinstance(node, (cst.List, cst.Tuple)) or form == "argv":
             # (a list run by a shell passes its other elements to the shell, not to the command)
             return self._argv_command(call, index, args, node, form, captured or shell is not False, qualified)
-        if isinstance(node, cst.Call) and _splits(node, self.resolve(node.func)):
+        if isinstance(node, cst.Call) and _splits(node, self.resolve_name(node.func)):
             by_shlex = bool(node.args)  # shlex.split(text), else text.split()
 
             def replace_inside(new: cst.BaseExpression) -> None:
-                updated = args[index].value
+                updated = cast(cst.Call, args[index].value)  # (the converted ``node``)
                 if by_shlex:
                     updated = updated.with_changes(args=[updated.args[0].with_changes(value=new), *updated.args[1:]])
                 else:
-                    updated = updated.with_changes(func=updated.func.with_changes(value=new))
+                    updated = updated.with_changes(func=cast(cst.Attribute, updated.func).with_changes(value=new))
                 _set_arg(args, index, updated)
 
             return self._text_command(
-                node.args[0].value if by_shlex else node.func.value,
+                node.args[0].value if by_shlex else cast(cst.Attribute, node.func).value,  # (_splits)
                 qualified,
                 captured,
                 shell=False,
@@ -105,11 +106,11 @@ class CommandHandlers(State):
             rule = self.rules.commands[name]
             exact = literal and not rest and text.strip() == name
             new = rule.get("new_name")
-            if exact and new and not captured and shell is not None and _words(new) is not None:
+            if exact and new and not captured and shell is not None and (words := _words(new)) is not None:
+                new_node: cst.BaseExpression
                 if split or shell or " " not in new.strip():
                     new_node = _string_like(node, new)  # a shell's text, shlex.split("npu-smi info")
                 else:  # the string names the program: the new command's words become a list
-                    words = _words(new)
                     new_node = cst.List(
                         [
                             cst.Element(
@@ -138,16 +139,18 @@ class CommandHandlers(State):
     ) -> bool:
         """A command given as its program and arguments: a list or tuple, or (``argv``) the call's
         positional arguments. ``captured``: it is not safe to replace (the program may read the output)."""
-        reads_output = captured and (RUNNERS[qualified][1] or _captures(call, self.resolve))
+        reads_output = captured and (RUNNERS[qualified][1] or _captures(call, self.resolve_name))
         if form == "argv":
             elements = [a.value for a in call.args if a.keyword is None]
             starred = any(a.star for a in call.args)
             node = call.args[index].value
-        else:
+        elif isinstance(node, (cst.List, cst.Tuple)):
             elements = [e.value for e in node.elements]
             starred = any(isinstance(e, cst.StarredElement) for e in node.elements)
             if not elements or starred and isinstance(node.elements[0], cst.StarredElement):
                 return False
+        else:  # (the caller passes a list or a tuple unless ``form`` is "argv")
+            return False
         program, literal = _text(elements[0])
         if program is None:
             return False
@@ -158,7 +161,7 @@ class CommandHandlers(State):
         new = rule.get("new_name")
         exact = literal and program == name and len(elements) == 1 and not starred
         words = _words(new) if new else None
-        if exact and words and not captured and form != "argv":
+        if exact and words and not captured and form != "argv" and isinstance(node, (cst.List, cst.Tuple)):
             first = elements[0]
             new_node = node.with_changes(
                 elements=[
@@ -264,7 +267,7 @@ def _shell_flag(call: cst.Call) -> bool | None:
     return False
 
 
-def _captures(call: cst.Call, resolve) -> bool:
+def _captures(call: cst.Call, resolve: Callable[[cst.BaseExpression], str | None]) -> bool:
     """Does the call give the output to the program (``stdout=PIPE``, ``capture_output=True``, a file),
     or might it (``**kwargs``)? ``stdout=None`` and ``stdout=subprocess.DEVNULL`` do not."""
     for arg in call.args:
@@ -332,7 +335,7 @@ def _text(node: cst.BaseExpression) -> tuple[str | None, bool]:
 
 def _string_like(model: cst.BaseExpression, value: str) -> cst.SimpleString:
     """A string literal of ``value`` in the quote style of ``model`` (a string literal, or "\"")."""
-    quote = model.quote if isinstance(model, cst.SimpleString) else '"'
+    quote: str = model.quote if isinstance(model, cst.SimpleString) else '"'
     if len(quote) == 3:
         quote = quote[0]
     if quote in value or "\\" in value or not value.isprintable():

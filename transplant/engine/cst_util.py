@@ -16,7 +16,7 @@ def code_of(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def dotted_parts(node: cst.BaseExpression) -> list[str] | None:
+def dotted_parts(node: cst.BaseExpression | None) -> list[str] | None:
     """``a.b.c`` -> ["a", "b", "c"]; None for anything that is not a plain dotted name."""
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
@@ -31,7 +31,7 @@ def dotted_parts(node: cst.BaseExpression) -> list[str] | None:
 
 def chain_nodes(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The nodes of a dotted chain from the root: ``a.b.c`` -> [a, a.b, a.b.c]."""
-    out = []
+    out: list[cst.BaseExpression] = []
     while isinstance(node, cst.Attribute):
         out.append(node)
         node = node.value
@@ -40,15 +40,15 @@ def chain_nodes(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     return out
 
 
-def make_dotted(name: str) -> cst.BaseExpression:
+def make_dotted(name: str) -> cst.Attribute | cst.Name:
     parts = name.split(".")
-    expr: cst.BaseExpression = cst.Name(parts[0])
+    expr: cst.Attribute | cst.Name = cst.Name(parts[0])
     for part in parts[1:]:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
 
 
-def import_module_name(node: cst.BaseExpression) -> str:
+def import_module_name(node: cst.BaseExpression | None) -> str:
     parts = dotted_parts(node)
     return ".".join(parts) if parts else ""
 

@@ -13,22 +13,26 @@ rules.INDEX_DEVICE's (the pre-filter and the skeleton keep them).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .cst_util import dotted_parts
 from .state import State
 
+if TYPE_CHECKING:
+    from typing import TypeGuard  # (Python 3.10; the package runs on 3.9)
+
 INDEX_NAME = re.compile(r"(^|_)(device|dev)$", re.IGNORECASE)
 
 
-def _index(node: cst.BaseExpression | None) -> bool:
+def _index(node: cst.BaseExpression | None) -> TypeGuard[cst.Integer]:
     return isinstance(node, cst.Integer)
 
 
 def _device_name(node: cst.BaseExpression) -> bool:
     parts = dotted_parts(node)
-    return bool(parts) and INDEX_NAME.search(parts[-1]) is not None
+    return bool(parts and INDEX_NAME.search(parts[-1]) is not None)
 
 
 class DeviceIndexHandlers(State):

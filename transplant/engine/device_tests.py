@@ -50,8 +50,8 @@ class DeviceTestHandlers(ValueHandlers):
 
     def _device_view(self, call: cst.Call) -> str | None:
         if isinstance(call.func, cst.Name) and call.func.value == "str":
-            return "str" if self.resolve(call.func) in (None, "str") else None
-        qualified = self.resolve(call.func)
+            return "str" if self.resolve_name(call.func) in (None, "str") else None
+        qualified = self.resolve_name(call.func)
         return qualified if qualified in DEVICE_VIEWS else None
 
     def _compared_kind(self, node: cst.BaseExpression):
@@ -62,7 +62,7 @@ class DeviceTestHandlers(ValueHandlers):
         parts = dotted_parts(node)
         if parts and BACKEND_NAME.search(parts[-1]):
             return self._backend_value
-        if isinstance(node, cst.Call) and self.resolve(node.func) in BACKEND_QUERIES:
+        if isinstance(node, cst.Call) and self.resolve_name(node.func) in BACKEND_QUERIES:
             return self._backend_value
         return None
 
@@ -122,19 +122,25 @@ class DeviceTestHandlers(ValueHandlers):
         return updated_node.with_changes(cases=cases)
 
     def _device_pattern(self, pattern: cst.MatchPattern, anchor: cst.MatchPattern) -> cst.MatchPattern | None:
-        if isinstance(pattern, cst.MatchValue):
+        # (``anchor`` is the original of ``pattern``: the same kind of pattern)
+        if isinstance(pattern, cst.MatchValue) and isinstance(anchor, cst.MatchValue):
             new = self._device_value(pattern.value, anchor.value)
             return pattern.with_changes(value=new) if new is not None else None
-        if isinstance(pattern, cst.MatchOr):
+        if isinstance(pattern, cst.MatchOr) and isinstance(anchor, cst.MatchOr):
             patterns = []
             for el, original in zip(pattern.patterns, anchor.patterns):
-                new = self._device_pattern(el.pattern, original.pattern)
-                patterns.append(el.with_changes(pattern=new) if new is not None else el)
+                new_pattern = self._device_pattern(el.pattern, original.pattern)
+                patterns.append(el.with_changes(pattern=new_pattern) if new_pattern is not None else el)
             changed = any(a is not b for a, b in zip(patterns, pattern.patterns))
             return pattern.with_changes(patterns=patterns) if changed else None
-        if isinstance(pattern, cst.MatchAs) and pattern.pattern is not None:
-            new = self._device_pattern(pattern.pattern, anchor.pattern)
-            return pattern.with_changes(pattern=new) if new is not None else None
+        if (
+            isinstance(pattern, cst.MatchAs)
+            and pattern.pattern is not None
+            and isinstance(anchor, cst.MatchAs)
+            and anchor.pattern is not None
+        ):
+            new_pattern = self._device_pattern(pattern.pattern, anchor.pattern)
+            return pattern.with_changes(pattern=new_pattern) if new_pattern is not None else None
         return None
 
     # ---- {"cuda": "nccl", "cpu": "gloo"}: the backend of each device type
@@ -149,9 +155,10 @@ class DeviceTestHandlers(ValueHandlers):
         changed = False
         for i, (original, el) in enumerate(zip(original_node.elements, updated_node.elements)):
             if (
-                keys[i] is None
-                or not DEVICE_STR.match(keys[i])
+                (key := keys[i]) is None
+                or not DEVICE_STR.match(key)
                 or not isinstance(el, cst.DictElement)
+                or not isinstance(original, cst.DictElement)
                 or string_value(original.value) != "nccl"
                 or not isinstance(el.key, cst.SimpleString)
             ):

@@ -273,11 +273,7 @@ def _convert_once(
         return Conversion(None, []), hit
 
     records = [
-        dataclasses.replace(
-            p.record,
-            **dict(zip(("line", "col", "end_line", "end_col"), positions.get(id(p.anchor), (1, 1, 1, 1)))),
-            old=first_line(module.code_for_node(p.anchor)),
-        )
+        _placed(p.record, positions.get(id(p.anchor), (1, 1, 1, 1)), first_line(module.code_for_node(p.anchor)))
         for p in pending
     ]
     if not any(r.is_change for r in records) and not conv.needs_npu:
@@ -332,10 +328,10 @@ def _convert_once(
             notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
             notes = [(n, found) for n, found in notes if found]
             for node, found in notes:
-                line = positions.get(id(node), (1, 1, 1, 1))
+                span = positions.get(id(node), (1, 1, 1, 1))
                 records.append(
                     Record(
-                        *line,
+                        *span,
                         code=CODES["import"],
                         level="fix",
                         operation=OPERATION["import"],
@@ -348,10 +344,16 @@ def _convert_once(
     if new_bytes == original_bytes:  # module.bytes, without generating it again
         return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
     if skel is not None:
-        new_bytes = skel.restore(new_bytes)
-        if new_bytes is None:  # a marker line went missing or was duplicated
+        restored = skel.restore(new_bytes)
+        if restored is None:  # a marker line went missing or was duplicated
             raise _Unfold
+        new_bytes = restored
     return Conversion(new_bytes, sorted(records, key=_order)), set()
+
+
+def _placed(record: Record, span: tuple[int, int, int, int], old: str) -> Record:
+    line, col, end_line, end_col = span
+    return dataclasses.replace(record, line=line, col=col, end_line=end_line, end_col=end_col, old=old)
 
 
 def _used_in_folds(unused: set[str], skel: Skeleton) -> bool:

@@ -169,12 +169,13 @@ def _drop_empty_lines(body: Sequence[cst.BaseStatement], footer: Sequence[cst.Em
     out: list[cst.BaseStatement] = []
     carry: list[cst.EmptyLine] = []
     for stmt in body:
-        if _is_removed(stmt):
+        if isinstance(stmt, cst.SimpleStatementLine) and _is_removed(stmt):
             if any(line.comment is not None for line in stmt.leading_lines):
                 carry += stmt.leading_lines  # keep the comments (and their spacing)
             continue
         if carry:
-            stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])
+            # every statement has leading_lines; libcst's BaseStatement does not declare them
+            stmt = stmt.with_changes(leading_lines=[*carry, *stmt.leading_lines])  # type: ignore[attr-defined]
             carry = []
         out.append(stmt)
     return out, [*carry, *footer]
@@ -223,7 +224,7 @@ def insertion_anchor(body: Sequence[cst.BaseStatement], index: int) -> list[cst.
     not that of the blank lines and comments above it), if any; ``index`` is insertion_index."""
     if index == 0:
         return []
-    anchor = body[index - 1]
+    anchor: cst.CSTNode = body[index - 1]
     if isinstance(anchor, cst.SimpleStatementLine) and anchor.body:
         anchor = anchor.body[0]
     return [anchor]

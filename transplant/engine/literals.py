@@ -59,10 +59,14 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             return node.with_changes(func=node.func.with_changes(value=replace_string(inner, "cuda", "npu")))
         return None
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Modulo)):
-        left = node.left
-        value = string_value(left)
-        if value is not None and (value == DEVICE_PREFIX or _device_literal(value)):
-            return node.with_changes(left=replace_string(left, "cuda", "npu"))
+        literal = node.left
+        value = string_value(literal)
+        if (
+            isinstance(literal, cst.SimpleString)
+            and value is not None
+            and (value == DEVICE_PREFIX or _device_literal(value))
+        ):
+            return node.with_changes(left=replace_string(literal, "cuda", "npu"))
         return None
     if isinstance(node, cst.IfExp):
         body = rewrite_device_expr(node.body)
@@ -79,16 +83,16 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         changed = False
         elements = []
-        for el in node.elements:
-            new = rewrite_device_expr(el.value) if isinstance(el, cst.Element) else None
+        for item in node.elements:
+            new = rewrite_device_expr(item.value) if isinstance(item, cst.Element) else None
             if new is not None:
                 changed = True
-                el = el.with_changes(value=new)
-            elements.append(el)
+                item = item.with_changes(value=new)
+            elements.append(item)
         return node.with_changes(elements=elements) if changed else None
     if isinstance(node, cst.Dict):
         changed = False
-        elements = []
+        entries = []
         keys = {string_value(el.key) for el in node.elements if isinstance(el, cst.DictElement)}
         for el in node.elements:
             new = rewrite_device_expr(el.value) if isinstance(el, cst.DictElement) else None
@@ -103,10 +107,10 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
                     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                 elif isinstance(comma.whitespace_after, cst.SimpleWhitespace) and not comma.whitespace_after.value:
                     comma = comma.with_changes(whitespace_after=cst.SimpleWhitespace(" "))  # (a trailing comma)
-                elements.append(el.with_changes(comma=comma))
+                entries.append(el.with_changes(comma=comma))
                 el = twin
-            elements.append(el)
-        return node.with_changes(elements=elements) if changed else None
+            entries.append(el)
+        return node.with_changes(elements=entries) if changed else None
     return None
 
 
@@ -117,7 +121,7 @@ def _npu_twin(el: cst.BaseDictElement, keys: set[str | None]) -> cst.DictElement
     if not isinstance(el, cst.DictElement):
         return None
     key = string_value(el.key)
-    if key is None or not DEVICE_STR.match(key) or "npu" + key[4:] in keys:
+    if key is None or not isinstance(el.key, cst.SimpleString) or not DEVICE_STR.match(key) or "npu" + key[4:] in keys:
         return None
     return el.with_changes(key=replace_string(el.key, "cuda", "npu"))
 

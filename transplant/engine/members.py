@@ -94,9 +94,11 @@ def _defined_names(stmt: cst.CSTNode, folds: list[bytes]) -> list[str]:
     return []
 
 
-def _renamed(stmt: cst.CSTNode, old: str, new: str) -> cst.CSTNode:
+def _renamed(stmt: cst.BaseStatement, old: str, new: str) -> cst.BaseStatement:
     if isinstance(stmt, cst.FunctionDef):
         return stmt.with_changes(name=stmt.name.with_changes(value=new))
+    if not isinstance(stmt, cst.SimpleStatementLine):  # (_defined_names found no name in it)
+        return stmt
     body = []
     for small in stmt.body:
         if isinstance(small, cst.Assign):

@@ -96,7 +96,7 @@ class NamedStringHandlers(State):
             return
         parts = dotted_parts(obj.value)
         qualified = self.qualified(parts) if parts is not None else None
-        if qualified is None:
+        if qualified is None or parts is None:
             self._unknown_object(obj.value, name_arg.value, attr)
             return
         full = f"{qualified}.{attr}"

@@ -58,7 +58,9 @@ def _npu_string(node: cst.CSTNode) -> bool:
         return value is not None and NPU_STRING.match(value) is not None
     if isinstance(node, cst.FormattedString):
         first = node.parts[0] if node.parts else None
-        return isinstance(first, cst.FormattedStringText) and (first.value == "npu:" or NPU_STRING.match(first.value))
+        return isinstance(first, cst.FormattedStringText) and (
+            first.value == "npu:" or NPU_STRING.match(first.value) is not None
+        )
     return False
 
 

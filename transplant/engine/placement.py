@@ -27,7 +27,7 @@ def _module_level(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseSmallSt
             yield from stmt.body
         elif isinstance(stmt, (cst.Try, cst.With)) and isinstance(stmt.body, cst.IndentedBlock):
             yield from _module_level(stmt.body.body)
-        elif isinstance(stmt, (cst.Try, cst.With)):
+        elif isinstance(stmt, (cst.Try, cst.With)) and isinstance(stmt.body, cst.SimpleStatementSuite):
             yield from stmt.body.body
 
 

@@ -130,8 +130,8 @@ class ReceiverHandlers(State):
     def visit_FunctionDef_params(self, node: cst.FunctionDef) -> None:
         scope: dict[str, str] = {}
         for param in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
-            if param.annotation is not None and self._annotated(param.annotation.annotation) is not None:
-                scope[param.name.value] = self._annotated(param.annotation.annotation)
+            if param.annotation is not None and (kind := self._annotated(param.annotation.annotation)) is not None:
+                scope[param.name.value] = kind
         self.known_objects.append(scope)
 
     def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
@@ -141,7 +141,7 @@ class ReceiverHandlers(State):
         if isinstance(annotation, cst.SimpleString):
             text = annotation.value.strip("'\"")
             return TENSOR if text in ("torch.Tensor", "Tensor") else None
-        qualified = self.resolve(annotation)
+        qualified = self.resolve_name(annotation)
         return qualified if qualified in (TENSOR, MODULE) else None
 
     def _kind_of(self, expr: cst.BaseExpression) -> str | None:
@@ -158,7 +158,7 @@ class ReceiverHandlers(State):
         if not isinstance(expr, cst.Call):
             return None
         func = expr.func
-        qualified = self.resolve(func)
+        qualified = self.resolve_name(func)
         if qualified is not None:
             parts = qualified.split(".")
             if (
@@ -191,7 +191,7 @@ class ReceiverHandlers(State):
         cache[name] = None  # (an assignment from itself is no evidence)
         if "_file_text" not in self.__dict__:
             self.__dict__["_file_text"] = b"\n".join([self.module.bytes, *self.folds])
-        kinds = set()
+        kinds: set[str | None] = set()
         pattern = re.compile(
             rb"^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n#]+)", re.MULTILINE
         )

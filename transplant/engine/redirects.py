@@ -62,7 +62,7 @@ class RedirectHandlers(State):
             qualified = self.qualified(parts) if parts is not None and (len(parts) > 1 or member) else None
             if qualified is not None and member is not None:
                 qualified = f"{qualified}.{member}"
-            if qualified is None or not _patched(qualified):
+            if qualified is None or parts is None or not _patched(qualified):
                 continue
             self.owned.add(id(node))
             self.uses[parts[0]] = self.uses.get(parts[0], 0) + 1

@@ -2,7 +2,7 @@
 
 Owns the scope stack (parameters, names a function binds other than by import, lambda and
 comprehension variables shadow imported names) and
-``qualified``/``resolve`` through the file's bindings; marks the names that are never references
+``qualified``/``resolve_name`` through the file's bindings; marks the names that are never references
 (definitions, parameters, keywords). It rewrites nothing.
 """
 
@@ -28,7 +28,7 @@ class ScopeHandlers(State):
             return None
         return ".".join([base, *parts[1:]])
 
-    def resolve(self, node: cst.BaseExpression) -> str | None:
+    def resolve_name(self, node: cst.BaseExpression) -> str | None:
         parts = dotted_parts(node)
         return self.qualified(parts) if parts else None
 
@@ -72,9 +72,9 @@ class ScopeHandlers(State):
         names = set()
         for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
             names.add(p.name.value)
-        for p in (params.star_arg, params.star_kwarg):
-            if isinstance(p, cst.Param):
-                names.add(p.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
         return names
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -162,7 +162,7 @@ def local_names(body: cst.BaseSuite) -> set[str]:
     bound: set[str] = set()
     declared: set[str] = set()
 
-    def targets(node: cst.CSTNode | None) -> None:
+    def targets(node: cst.BaseExpression | None) -> None:
         if node is not None:
             bound.update(n.value for n in _bound_names(node))
 

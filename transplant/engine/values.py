@@ -64,7 +64,7 @@ class ValueHandlers(State):
         if name is None:
             return None
         default = _field_default(value)
-        if default is not None:
+        if default is not None and isinstance(value, cst.Call) and isinstance(anchor, cst.Call):
             new = self._named_value(name, value.args[default].value, anchor.args[default].value, variable=variable)
             if new is None:
                 return None
@@ -101,7 +101,7 @@ class ValueHandlers(State):
         return updated_node
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
-        if updated_node.value is not None:
+        if updated_node.value is not None and original_node.value is not None:
             new = self._named_value(
                 self._target_name(original_node.target),
                 updated_node.value,
@@ -113,7 +113,7 @@ class ValueHandlers(State):
         return updated_node
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
-        if updated_node.default is not None:
+        if updated_node.default is not None and original_node.default is not None:
             new = self._named_value(
                 original_node.name.value, updated_node.default, original_node.default, variable=True
             )
@@ -158,14 +158,14 @@ class ValueHandlers(State):
         kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
         self.record(anchor, kind, f"{name}: {rule.get('message', 'has no effect on NPU')}", rule, api=name, level=level)
 
-    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
         if id(original_node) in self.force_devices:  # "cuda:0" in a collection of devices converted whole
             new = self._device_value(updated_node, original_node)
             if new is not None:
                 return new
         value = string_value(original_node)
         rule = self.rules.env_rule(value) if value is not None and ENV_NAME.match(value) else None
-        if rule is not None:
+        if rule is not None and value is not None:
             if rule.get("new_name") is None:
                 self._env_finding(original_node, value, rule)
             elif self.record(
@@ -179,9 +179,9 @@ class ValueHandlers(State):
             rule = self.rules.rename_q.get(value)
             new_name = rule["new_name"] if rule is not None else ""
             if new_name.startswith("torch_npu.npu.") and "." not in new_name[len("torch_npu.npu.") :]:
-                new = "torch.npu." + new_name[len("torch_npu.npu.") :]
-                if self.record(original_node, "rename", f"{value} -> {new}", rule, api=value, new=new):
-                    return replace_string(updated_node, value, new)
+                new_api = "torch.npu." + new_name[len("torch_npu.npu.") :]
+                if self.record(original_node, "rename", f"{value} -> {new_api}", rule, api=value, new=new_api):
+                    return replace_string(updated_node, value, new_api)
         return self._named_string(original_node, updated_node)  # named_strings.py
 
 

@@ -107,7 +107,7 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
             out.append(line)
             continue
         code = _code_part(line, is_json)
-        edits = env_edits(rules, env, code, number, records) if env is not None else []
+        edits = env_edits(rules, env, code, number, records) if env is not None and rules is not None else []
         changed: set[int] = set()
         for m in pairs.finditer(code):
             key, value_at = (m.group(1), m.start(3)) if is_json else (m.group(3), m.start(6))

@@ -38,9 +38,9 @@ def _pairs(line: bytes, is_json: bool):
         for m in _JSON.finditer(line):
             yield m.group(1).decode(), m.group(2).decode(), m.start(2)
         return
-    m = _YAML.match(line)
-    if m:
-        yield m.group(2).decode(), m.group(4).decode(), m.start(4)
+    pair = _YAML.match(line)
+    if pair:
+        yield pair.group(2).decode(), pair.group(4).decode(), pair.start(4)
 
 
 def _is_accelerate(data: bytes) -> bool:

@@ -174,7 +174,7 @@ def _convert_together(cells: list[tuple[int, dict, str]], rules: RuleSet):
     records = _to_cells(conv.records, starts)
     if conv.new is None:
         return {}, records
-    new_texts: dict[int, str] = {}
+    new_texts: dict[int, str | None] = {}
     current: int | None = None
     chunks: dict[int, list[str]] = {}
     prefix: list[str] = []  # lines the engine put before the first cell (added imports)

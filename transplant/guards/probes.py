@@ -54,7 +54,7 @@ NUMBER_PARENTS = (ast.Compare, ast.BinOp, ast.Starred, ast.Subscript)
 
 @dataclass
 class Probe:
-    node: ast.AST
+    node: ast.expr
     code: str  # "probe" (TP242) | "capability" (TP243)
     level: str
     message: str
@@ -155,7 +155,7 @@ def _uses(call: ast.Call, parents: dict[int, ast.AST], tree: ast.Module) -> list
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return [call]
     name = parent.targets[0].id
-    scope = parent
+    scope: ast.AST | None = parent
     while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
         scope = parents.get(id(scope))
     scope = scope if scope is not None else tree

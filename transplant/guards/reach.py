@@ -16,11 +16,15 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 from ..project import ProjectFacts
 from ..project.builds import CUDA_KEYWORDS, CUDA_SOURCE, NPU_ROUTE, find_builds
 from ..project.pynames import dotted, import_bindings, qualify
 from ..rules import RuleSet
+
+if TYPE_CHECKING:
+    _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef  # a function or a class of the file
 
 TRITON_ROUTE = (
     "triton-ascend (PyPI triton-ascend, Ascend's Triton backend for Atlas A2/A3) runs Triton kernels "
@@ -75,8 +79,8 @@ class Reach:
         self.rules = rules
         self.facts = facts
         self.capability = capability_uses  # id(node) of a capability query read as a number -> Reason
-        self.defs: dict[str, ast.AST] = {}  # module-level functions and classes
-        self.methods: dict[str, dict[str, ast.AST]] = {}  # class -> method name -> def
+        self.defs: dict[str, _Def] = {}  # module-level functions and classes
+        self.methods: dict[str, dict[str, _Def]] = {}  # class -> method name -> def
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defs[stmt.name] = stmt
@@ -107,7 +111,7 @@ class Reach:
 
     # ---- what a region reaches
 
-    def reasons(self, nodes: list[ast.AST], klass: str | None = None) -> list[Reason]:
+    def reasons(self, nodes: Sequence[ast.AST], klass: str | None = None) -> list[Reason]:
         """The CUDA-only code ``nodes`` reach (in order, without repeats); ``klass`` is the class
         whose methods ``self.name(...)`` calls reach."""
         out: list[Reason] = []
@@ -137,7 +141,7 @@ class Reach:
             if target is not None:
                 yield from self._of_def(target)
 
-    def _of_def(self, node: ast.AST) -> tuple[Reason, ...]:
+    def _of_def(self, node: _Def) -> tuple[Reason, ...]:
         key = id(node)
         if key in self._memo:
             return self._memo[key]
@@ -150,7 +154,7 @@ class Reach:
         self._memo[key] = found
         return found
 
-    def _callee_def(self, node: ast.AST, klass: str | None) -> ast.AST | None:
+    def _callee_def(self, node: ast.AST, klass: str | None) -> _Def | None:
         """A function or class of this file that ``node`` names (``f``, ``Cls.apply``, ``self.meth``)."""
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in self.names:
             return self.defs.get(node.id) if node.id not in self.triton else None  # a kernel is one reason
@@ -172,8 +176,8 @@ class Reach:
         if isinstance(node, ast.Call):
             return self._build(node)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for qualified in import_bindings(node).values():
-                found = self._qualified(qualified, where)
+            for bound in import_bindings(node).values():
+                found = self._qualified(bound, where)
                 if found is not None:
                     return found
             return None

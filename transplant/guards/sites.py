@@ -40,11 +40,11 @@ PREDICATE_LINES = 40  # a predicate is a short function that ends by returning i
 class Kept:
     """A device test kept as CUDA, the kind of site it is, and the CUDA-only code it chooses."""
 
-    node: ast.AST  # what stays as it is (a test, a flag's value, a predicate's test)
+    node: ast.expr  # what stays as it is (a test, a flag's value, a predicate's test)
     kind: str  # branch | assert | raise | skip | flag | predicate
     reasons: list[Reason]
     flag: str = ""
-    also: list[ast.AST] = field(default_factory=list)  # predicates' tests that go with it
+    also: list[ast.expr] = field(default_factory=list)  # predicates' tests that go with it
 
 
 class Sites:
@@ -77,7 +77,7 @@ class Sites:
                     for i, stmt in enumerate(block):
                         if isinstance(stmt, ast.If) and isinstance(stmt.body[-1], LEAVES):
                             self.after[id(stmt)] = block[i + 1 :]
-        self.predicates: dict[str, list[ast.AST]] = {}  # module-level function -> its device tests
+        self.predicates: dict[str, list[ast.expr]] = {}  # module-level function -> its device tests
         for stmt in tree.body:
             if not (
                 isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -89,14 +89,14 @@ class Sites:
             tests = [
                 n.test if isinstance(n, ast.If) else n.value
                 for n in ast.walk(stmt)
-                if isinstance(n, ast.If) or isinstance(n, ast.Return) and n.value is not None
+                if isinstance(n, (ast.If, ast.Return))
             ]
-            found = [t for t in tests if self.signs(t)]
+            found = [t for t in tests if t is not None and self.signs(t)]
             if found:
                 self.predicates[stmt.name] = found
         self.words += tuple(name.encode() for name in self.predicates)
 
-    def may(self, node: ast.AST) -> bool:
+    def may(self, node: ast.expr | ast.stmt) -> bool:
         """Can ``node`` hold a device test? (its lines spell "cuda" or a predicate's name)"""
         end = getattr(node, "end_lineno", None) or node.lineno
         return any(word in line for line in self.lines[node.lineno - 1 : end] for word in self.words)
@@ -192,8 +192,10 @@ class Sites:
             signs = self.signs(choice.test) if self.may(choice.test) else set()
             if not signs:
                 continue
-            head = "".join(v.value for v in text.values[:i] if isinstance(v, ast.Constant))
-            tail = "".join(v.value for v in text.values[i + 1 :] if isinstance(v, ast.Constant))
+            head = "".join(v.value for v in text.values[:i] if isinstance(v, ast.Constant) and isinstance(v.value, str))
+            tail = "".join(
+                v.value for v in text.values[i + 1 :] if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            )
             chosen = [choice.body] if 1 in signs else []
             chosen += [choice.orelse] if -1 in signs else []
             for option in chosen:
@@ -264,7 +266,7 @@ class Sites:
                 region += [test, *self._chosen(node, self.signs(test, 1, flags))]
         self._keep(stmt.value, "flag", region, klass, flag=flag)
 
-    def _chosen(self, node: ast.AST, signs: set[int]) -> list[ast.AST]:
+    def _chosen(self, node: ast.If | ast.While | ast.IfExp | ast.Assert, signs: set[int]) -> list[ast.AST]:
         """What a test of ``node`` chooses when it finds CUDA (1 in ``signs``) or not CUDA (-1): the
         body, or the else branch and, when the body leaves the block, the statements after it."""
         if isinstance(node, ast.Assert):
@@ -278,7 +280,7 @@ class Sites:
 
     def _keep(
         self,
-        node: ast.AST,
+        node: ast.expr,
         kind: str,
         region: list[ast.AST],
         klass: str | None,
@@ -329,7 +331,7 @@ def _constant(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant)
 
 
-def _skip_condition(decorator: ast.AST) -> ast.AST | None:
+def _skip_condition(decorator: ast.expr) -> ast.expr | None:
     """The condition of ``pytest.mark.skipif(cond, ...)`` / ``unittest.skipIf(cond, ...)`` (for
     ``skipUnless`` it says when to run, which the signs read the same way)."""
     if not (isinstance(decorator, ast.Call) and decorator.args):

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 
 from ..reports.diagnostics import Diagnostic
 from ..filekinds import LANGUAGE_KINDS, detect_kind
-from ..filetypes import convert_named
+from ..filetypes import FileResult, convert_named
 from ..records import internal_error, not_converted_record
 from ..session import Session
 from .notebookpos import NotebookPositions
@@ -87,6 +87,7 @@ def analyse(
     if kind is None:
         return analysis
     data = text.encode("utf-8", "surrogatepass")
+    result: FileResult | None
     try:
         result, _ = convert_named(session, data, kind)
     except RecursionError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from ..session import Session
 from ..reports.diagnostics import Diagnostic
@@ -27,7 +28,7 @@ class Cell:
 
 
 def _notebook(cells: list[Cell]) -> bytes:
-    out = []
+    out: list[dict[str, Any]] = []
     for cell in cells:
         if cell.code:
             out.append(

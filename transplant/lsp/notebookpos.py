@@ -9,7 +9,7 @@ never imports pygls.
 from __future__ import annotations
 
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # (CPython has it; typeshed omits it)
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -24,7 +24,8 @@ class _Scanner:
         self.sources: dict[int, list[tuple[int, int, str]]] = {}  # cell number -> [(start, end, value)]
 
     def skip(self, at: int) -> int:
-        return _WS.match(self.text, at).end()
+        blank = _WS.match(self.text, at)  # (it matches everywhere, the empty string too)
+        return blank.end() if blank is not None else at
 
     def value(self, at: int, path: tuple) -> int:
         at = self.skip(at)

@@ -13,6 +13,7 @@ import asyncio
 import importlib
 import logging
 import os
+from typing import Sequence
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -250,7 +251,7 @@ class TransplantServer(LanguageServer):
         return lsp.WorkspaceEdit(changes={uri: self.text_edits(result, edits) for uri, result, edits in parts})
 
 
-def _wanted(kind: str, only: list[str] | None) -> bool:
+def _wanted(kind: str, only: Sequence[str] | None) -> bool:
     return not only or any(kind == k or kind.startswith(k + ".") for k in only)
 
 

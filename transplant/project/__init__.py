@@ -14,10 +14,13 @@ import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from . import cpp_ops
 from .stars import provided, star_targets
+
+if TYPE_CHECKING:
+    import ast
 
 # Python files that declare builds mention this (every import form of torch.utils.cpp_extension)
 BUILD_WORD = b"cpp_extension"
@@ -138,7 +141,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     importers: dict[str, list[tuple[int, str]]] = {}
     kernel_files: dict[str, tuple[str, ...]] = {}
     npu_marked: set[str] = set()  # files that name triton-ascend or torch_npu
-    npu_loaders: dict[str, object] = {}  # files that may import kernels behind an NPU test
+    npu_loaders: dict[str, ast.Module | bytes] = {}  # files that may import kernels behind an NPU test
     dependency_dirs: set[str] = set()  # folders whose dependency file lists triton-ascend
     build_files: list[str] = []  # CUDA Makefiles / CMakeLists.txt (formats/buildfiles.py)
     cuda_sources: list[str] = []
@@ -225,15 +228,15 @@ def _triton_facts(
     facts: ProjectFacts,
     kernel_files: dict[str, tuple[str, ...]],
     marked: set[str],
-    loaders: dict[str, object],
+    loaders: dict[str, ast.Module | bytes],
     dependency_dirs: set[str],
 ) -> ProjectFacts:
     from . import triton
     from .pynames import parse
 
     loaded: set[str] = set()
-    for rel, tree in loaders.items():
-        tree = parse(tree) if isinstance(tree, bytes) else tree
+    for rel, loader in loaders.items():
+        tree = parse(loader) if isinstance(loader, bytes) else loader
         if tree is not None:
             loaded |= triton.npu_loaded(rel, tree, kernel_files.__contains__)
     ready_dirs = triton.npu_ready_dirs(marked, dependency_dirs)

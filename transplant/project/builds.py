@@ -243,7 +243,9 @@ def runtime_builds(
     return found
 
 
-def _record(lines: list[str], node: ast.AST, api: str, message: str, suggestion: str) -> Record:
+def _record(
+    lines: list[str], node: ast.expr | ast.stmt | ast.keyword, api: str, message: str, suggestion: str
+) -> Record:
     col = column(lines, node.lineno, node.col_offset)
     end_line = getattr(node, "end_lineno", None) or node.lineno
     end_col = column(lines, end_line, getattr(node, "end_col_offset", node.col_offset) or 0)
@@ -278,7 +280,9 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
         label = f"'{build.name}'" if build.name else "(name not a literal)"
         shown = ", ".join(build.sources[:4]) + (", ..." if len(build.sources) > 4 else "")
         what = f"{build.kind} {label} compiles CUDA sources with nvcc" + (f" ({shown})" if shown else "")
-        node = ast.Call(lineno=build.line, col_offset=build.col_offset)
+        # a node that only carries the build's position (every field given: Python 3.13 warns of a
+        # missing one, 3.15 refuses it)
+        node = ast.Call(ast.Name("_", ast.Load()), [], [], lineno=build.line, col_offset=build.col_offset)
         api = build.kind[:-2] if build.kind.endswith("()") else f"{EXT}.{build.kind}"
         records.append(
             _record(lines, node, api, f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime", NPU_ROUTE)

@@ -144,7 +144,9 @@ def extension_imports(
     return records
 
 
-def _record(lines: list[str], node: ast.AST, api: str, source: OpSource, *, namespace: bool) -> Record:
+def _record(
+    lines: list[str], node: ast.expr | ast.stmt | ast.keyword, api: str, source: OpSource, *, namespace: bool
+) -> Record:
     col = column(lines, node.lineno, node.col_offset)
     end_col = column(lines, node.end_lineno or node.lineno, node.end_col_offset or node.col_offset)
     known = api.rsplit(".", 1)[-1] in source.ops

@@ -16,6 +16,7 @@ Code that uses DeepSpeed's ``get_accelerator()`` needs nothing and gets nothing.
 from __future__ import annotations
 
 import ast
+from typing import Protocol
 
 from ..records import CODES, Record
 from ..resources import project_data
@@ -27,7 +28,28 @@ RULE = "frameworks.json"
 WORDS = (b"attn_implementation", b"use_flash_attention_2", b"accelerator")
 
 
-def _record(lines: list[str], node: ast.AST, code: str, level: str, api: str, message: str, suggestion: str) -> Record:
+class Position(Protocol):
+    """Where a finding is, as an ``ast`` node has it (formats/framework_configs.py makes its own)."""
+
+    @property
+    def lineno(self) -> int: ...
+    @property
+    def col_offset(self) -> int: ...
+    @property
+    def end_lineno(self) -> int | None: ...
+    @property
+    def end_col_offset(self) -> int | None: ...
+
+
+def _record(
+    lines: list[str],
+    node: Position,
+    code: str,
+    level: str,
+    api: str,
+    message: str,
+    suggestion: str,
+) -> Record:
     col = column(lines, node.lineno, node.col_offset)
     end_line = node.end_lineno or node.lineno
     end_col = column(lines, end_line, node.end_col_offset or node.col_offset)
@@ -50,7 +72,7 @@ def _text(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def attention_record(lines: list[str], node: ast.AST, value: str) -> Record | None:
+def attention_record(lines: list[str], node: Position, value: str) -> Record | None:
     facts = project_data(DATA)["attention"]
     entry = facts["values"].get(value)
     if entry is None:
@@ -70,10 +92,10 @@ def _key_name(target: ast.AST) -> str | None:
 def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
     facts = project_data(DATA)["attention"]
     keys, flags = set(facts["keys"]), set(facts["flags"])
-    found: list[tuple[ast.AST, str]] = []
+    found: list[tuple[ast.expr | ast.keyword, str]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in keys and _text(node.value):
-            found.append((node.value, _text(node.value)))
+        if isinstance(node, ast.keyword) and node.arg in keys and (text := _text(node.value)):
+            found.append((node.value, text))
         elif (
             isinstance(node, ast.keyword)
             and node.arg in flags
@@ -81,19 +103,19 @@ def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
             and node.value.value is True
         ):
             found.append((node, "flash_attention_2"))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _text(node.value):
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value and (text := _text(node.value)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_key_name(t) in keys for t in targets):
-                found.append((node.value, _text(node.value)))
+                found.append((node.value, text))
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
-                if _text(key) in keys and _text(value):
-                    found.append((value, _text(value)))
+                if _text(key) in keys and (text := _text(value)):
+                    found.append((value, text))
     records = [attention_record(lines, node, value) for node, value in found]
     return [r for r in records if r is not None]
 
 
-def lightning_record(lines: list[str], node: ast.AST, value: str) -> Record:
+def lightning_record(lines: list[str], node: Position, value: str) -> Record:
     facts = project_data(DATA)["lightning"]
     return _record(
         lines,
@@ -117,8 +139,13 @@ def _lightning(tree: ast.Module, names: dict[str, str], lines: list[str]) -> lis
         return []
     records = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg == facts["keyword"] and _text(node.value) in facts["values"]:
-            records.append(lightning_record(lines, node.value, _text(node.value)))
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == facts["keyword"]
+            and (text := _text(node.value)) is not None
+            and text in facts["values"]
+        ):
+            records.append(lightning_record(lines, node.value, text))
     return records
 
 

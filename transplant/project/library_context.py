@@ -73,7 +73,7 @@ def _falls_back(handler: ast.ExceptHandler) -> bool:
     return binds
 
 
-def _span(node: ast.AST) -> range:
+def _span(node: ast.stmt | ast.excepthandler) -> range:
     return range(node.lineno, (node.end_lineno or node.lineno) + 1)
 
 

@@ -65,7 +65,7 @@ def exported(tree: ast.Module) -> tuple[dict[str, str], list[tuple[int, str]], s
             if isinstance(node.value, (ast.List, ast.Tuple)) and all(
                 isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts
             ):
-                public = {e.value for e in node.value.elts}
+                public = {e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return names, stars, public
 
 

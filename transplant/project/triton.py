@@ -47,7 +47,7 @@ def npu_marked(data_: bytes) -> bool:
     return any(marker in data_ for marker in NPU_MARKERS)
 
 
-def _jit_decorator(func: ast.FunctionDef, names: dict[str, str]) -> ast.expr | None:
+def _jit_decorator(func: ast.FunctionDef | ast.AsyncFunctionDef, names: dict[str, str]) -> ast.expr | None:
     for decorator in func.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if qualify(target, names) in JIT:
@@ -55,9 +55,9 @@ def _jit_decorator(func: ast.FunctionDef, names: dict[str, str]) -> ast.expr | N
     return None
 
 
-def kernels(tree: ast.Module, names: dict[str, str]) -> list[tuple[ast.FunctionDef, ast.expr]]:
+def kernels(tree: ast.Module, names: dict[str, str]) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]]:
     """Every function decorated with ``triton.jit`` (in any import form), with that decorator."""
-    found = []
+    found: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             decorator = _jit_decorator(node, names)
@@ -153,7 +153,9 @@ def _under(folder: str, base: str) -> bool:
 # ---- the worker's half
 
 
-def _record(lines: list[str], node: ast.AST, level: str, api: str, message: str, suggestion: str) -> Record:
+def _record(
+    lines: list[str], node: ast.expr | ast.stmt | ast.keyword, level: str, api: str, message: str, suggestion: str
+) -> Record:
     col = column(lines, node.lineno, node.col_offset)
     end_line = getattr(node, "end_lineno", None) or node.lineno
     end_col = column(lines, end_line, getattr(node, "end_col_offset", None) or node.col_offset)
@@ -173,7 +175,10 @@ def _record(lines: list[str], node: ast.AST, level: str, api: str, message: str,
 
 
 def _cuda_only(
-    func: ast.FunctionDef, names: dict[str, str], cuda_only: list[str], alternatives: dict[str, set[str]]
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    names: dict[str, str],
+    cuda_only: list[str],
+    alternatives: dict[str, set[str]],
 ) -> list[str]:
     """The CUDA-only Triton features a kernel's body uses (inline PTX, tl.extra.cuda). A name that
     another import of the file binds to a portable module (``try: from triton.language.extra.libdevice
@@ -291,7 +296,7 @@ def _kernel_uses(
                     sub = resolve(path, node.level, module, exists)
                     if sub is not None and sub != path:
                         modules[local] = sub
-            if names_here:  # one finding per import statement
+            if names_here and target is not None:  # one finding per import statement (of a target's)
                 records.append(_use(lines, node, "imports", target, ", ".join(names_here), text))
         elif isinstance(node, ast.Import):
             for alias in node.names:
@@ -317,7 +322,7 @@ def _kernel_uses(
     return records
 
 
-def _use(lines: list[str], node: ast.AST, verb: str, target: str, kernels_: str, text: dict) -> Record:
+def _use(lines: list[str], node: ast.stmt | ast.expr, verb: str, target: str, kernels_: str, text: dict) -> Record:
     what = "kernels" if "," in kernels_ else "kernel"
     return _record(
         lines,

@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from .. import __version__
 from ..codes import BY_CODE, TABLE
@@ -171,7 +171,7 @@ def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
     text = d.text_message()
     if d.has_fix:
         text += " [fixable: transplant --in-place]"
-    result = {
+    result: dict[str, Any] = {
         "ruleId": d.code,
         "level": SARIF_LEVEL[d.level],
         "message": {"text": text},

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from typing import Iterable
+from typing import Iterable, Sequence
 
 
 def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
@@ -34,6 +34,7 @@ def new_lines(old: bytes, new: bytes, lines: Iterable[int]) -> dict[int, int]:
     while tail < min(len(old_lines), len(new_lines_)) - head and old_lines[-1 - tail] == new_lines_[-1 - tail]:
         tail += 1
     middle_old, middle_new = old_lines[head : len(old_lines) - tail], new_lines_[head : len(new_lines_) - tail]
+    opcodes: Sequence[tuple[str, int, int, int, int]]
     if len(middle_old) * len(middle_new) <= EXACT_CELLS:
         opcodes = _aligned(middle_old, middle_new)
     else:

@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Sequence
 
 # cell styles
 PLAIN, HEADER, PERCENT, BOLD, BOLD_PERCENT = range(5)
@@ -50,13 +51,13 @@ class _FixedDates(zipfile.ZipFile):
     """A zip archive whose members all carry one fixed date, so that the same workbook gives the
     same bytes (openpyxl stamps the members with the time of writing)."""
 
-    def writestr(self, info, data, *args, **kwargs):  # type: ignore[override]
+    def writestr(self, info, data, *args, **kwargs):
         if not isinstance(info, zipfile.ZipInfo):
             info = zipfile.ZipInfo(info, date_time=FIXED_DATE)
             info.compress_type = self.compression
         super().writestr(info, data, *args, **kwargs)
 
-    def write(self, filename, arcname=None, *args, **kwargs):  # type: ignore[override]
+    def write(self, filename, arcname=None, *args, **kwargs):
         with open(filename, "rb") as fh:  # a write-only sheet, streamed to a temporary file first
             self.writestr(str(arcname or filename), fh.read())
 
@@ -123,7 +124,8 @@ def write_workbook(path: Path, sheets: list[Sheet]) -> None:
         for i, width in enumerate(sheet.widths, start=1):
             ws.column_dimensions[column_letter(i)].width = width
         ws.auto_filter.ref = f"A1:{column_letter(len(sheet.header))}{len(sheet.rows) + 1}"
-        for r, row in enumerate([sheet.header, *sheet.rows], start=1):
+        table: list[Sequence[object]] = [sheet.header, *sheet.rows]
+        for r, row in enumerate(table, start=1):
             ws.append(
                 [
                     cell(ws, value, HEADER if r == 1 else sheet.styles.get((r, c), PLAIN))
