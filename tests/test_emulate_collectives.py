@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES
-from test_emulate import SPAWN, emulate, free_port, run
+from test_emulate import SPAWN, emulate, free_port, launch_under_the_emulator, lines, run
 from test_emulate_programs import TORCHRUN
 
 pytestmark = pytest.mark.skipif(
@@ -82,3 +82,28 @@ def test_torchrun_and_spawned_ranks_reduce_npu_tensors(tmp_path):
         "rank 0 [3.0, 3.0] npu",
         "rank 1 [3.0, 3.0] npu",
     ]
+
+
+COMPARE = """
+import sys
+import torch, torch_npu
+plain, identity = (torch.load(path, map_location="cpu") for path in sys.argv[1:])
+assert sorted(plain) == sorted(identity) and plain
+assert all(torch.equal(plain[key], identity[key]) for key in plain)
+print("equal", len(plain))
+"""
+
+
+def test_a_converted_distributed_project_trains_alike_as_npu_tensors(tmp_path):
+    """The (seeded) "dataparallel" fixture of the distributed conversion, run by its launch script on
+    NPUs 3,5, with and without --device-identity: the same losses and saved parameters, bit for bit."""
+    runs = {}
+    for name, env in (("plain", {}), ("identity", IDENTITY)):
+        (tmp_path / name).mkdir()
+        runs[name] = launch_under_the_emulator("dataparallel", tmp_path / name, **env)
+    (plain_root, plain_logs), (identity_root, identity_logs) = runs["plain"], runs["identity"]
+    epochs = lines(plain_logs["rank_0.log"], "epoch")
+    assert len(epochs) == 2 and lines(identity_logs["rank_0.log"], "epoch") == epochs
+    (tmp_path / "compare.py").write_text(COMPARE)
+    proc = emulate(["--device-identity", "compare.py", plain_root / "model.pt", identity_root / "model.pt"], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "equal", proc.stderr
