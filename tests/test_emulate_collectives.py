@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FIXTURES
 from test_emulate import SPAWN, emulate, free_port, launch_under_the_emulator, lines, run
-from test_emulate_programs import TORCHRUN
+from test_emulate_programs import TORCHRUN, torchrun
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel"
@@ -22,23 +22,6 @@ pytestmark = pytest.mark.skipif(
 
 PROGRAM = FIXTURES / "emulate" / "identity" / "collectives.py"
 IDENTITY = {"TRANSPLANT_EMULATE_DEVICE_IDENTITY": "1"}
-
-
-def torchrun(script: str, *args: str) -> list[str]:
-    return [
-        "-m",
-        "torch.distributed.run",
-        "--nnodes",
-        "1",
-        "--nproc_per_node",
-        "2",
-        "--rdzv_backend",
-        "c10d",
-        "--rdzv_endpoint",
-        f"127.0.0.1:{free_port()}",
-        script,
-        *args,
-    ]
 
 
 def test_collectives_and_ddp_on_npu_tensors_give_the_cpus_numbers(tmp_path):

@@ -70,9 +70,11 @@ def _work_of(boxed, datas: dict):
     work = dist.Work.unbox(boxed)
     try:
         future = work.get_future()
-    except RuntimeError:  # a backend's work without a future (send/recv in some backends): as it is
+    except (RuntimeError, NotImplementedError):  # a work without a future (some backends' send/recv): as it is
         return boxed
-    wrapped = torch._C._distributed_c10d._create_work_from_future(future.then(lambda done: _rewrap(done.value(), datas)))
+    wrapped = torch._C._distributed_c10d._create_work_from_future(
+        future.then(lambda done: _rewrap(done.value(), datas))
+    )
     return wrapped.boxed()
 
 
