@@ -436,7 +436,19 @@ def test_launch_script_runs_its_processes_under_the_emulator(case, tmp_path):
     """Assumption about the launch script: it starts each process as `python3 ENTRY ARGS` with python3
     from PATH, and, with TRANSPLANT_EMULATE=1, as `python3 -m transplant.emulate ENTRY ARGS`. A script
     that does not know TRANSPLANT_EMULATE yet gets the same through the python3 below."""
-    given, entry, args, saved = DISTRIBUTED[case]
+    root, _ = launch_under_the_emulator(case, tmp_path)
+    # readable without torch_npu, given a map_location (needed for a checkpoint of NPU tensors, as on an NPU)
+    saved = root / DISTRIBUTED[case][3]
+    load = f"import torch; s = torch.load({str(saved)!r}, map_location='cpu'); print(sorted(s.get('model', s)))"
+    state = run(["-c", load], tmp_path)
+    assert state.returncode == 0 and "module." not in state.stdout and state.stdout.strip() != "[]"
+
+
+def launch_under_the_emulator(case: str, tmp_path: Path, **extra: str) -> tuple[Path, dict[str, str]]:
+    """Convert the DISTRIBUTED ``case`` and run its launch script on NPUs 3,5 under `emulate --strict`
+    (with the ``extra`` environment variables); check that both processes joined the group and left it. The converted folder
+    and the processes' logs (by file name)."""
+    given, entry, args, _ = DISTRIBUTED[case]
     source = EXAMPLE if given is None else FIXTURES / "distributed" / case / given
     main = source if not entry else source / entry
     proc = run(
@@ -457,6 +469,7 @@ def test_launch_script_runs_its_processes_under_the_emulator(case, tmp_path):
         MASTER_PORT=str(free_port()),
         TRANSPLANT_EMULATE="1",
         TRANSPLANT_EMULATE_STRICT="1",
+        **extra,
     )
     proc = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=300)
     logs = {p.name: p.read_text() for p in sorted((root / "logs").iterdir())}
@@ -466,9 +479,7 @@ def test_launch_script_runs_its_processes_under_the_emulator(case, tmp_path):
         assert NOTICE in log and "strict" in log and "CUDA use" not in log
         assert f"process group hccl as gloo: rank {rank} of 2, NPU {npu}" in log, log
         assert "Traceback" not in log and "Exception ignored" not in log, log  # leaving the group too
-    load = f"import torch; s = torch.load({str(root / saved)!r}); print(sorted(s.get('model', s)))"
-    state = run(["-c", load], tmp_path)
-    assert state.returncode == 0 and "module." not in state.stdout and state.stdout.strip() != "[]"
+    return root, logs
 
 
 SPAWN = """

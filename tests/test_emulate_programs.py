@@ -132,24 +132,27 @@ dist.destroy_process_group()
 """
 
 
+def torchrun(script: str, *args: str) -> list[str]:
+    """The arguments of `python -m torch.distributed.run` running ``script`` ``args`` in two ranks."""
+    return [
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        "--nproc_per_node",
+        "2",
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        f"127.0.0.1:{free_port()}",
+        script,
+        *args,
+    ]
+
+
 def test_torchrun_ranks_are_emulated(tmp_path):
     (tmp_path / "job.py").write_text(TORCHRUN)
-    proc = emulate(
-        [
-            "-m",
-            "torch.distributed.run",
-            "--nnodes",
-            "1",
-            "--nproc_per_node",
-            "2",
-            "--rdzv_backend",
-            "c10d",
-            "--rdzv_endpoint",
-            f"127.0.0.1:{free_port()}",
-            "job.py",
-        ],
-        tmp_path,
-    )
+    proc = emulate(torchrun("job.py"), tmp_path)
     assert proc.returncode == 0, proc.stderr
     # the ranks share one stdout, so a line of one may land in the middle of the other's
     assert sorted(re.findall(r"rank \d \[[^\]]*\]", proc.stdout)) == ["rank 0 [3.0, 3.0]", "rank 1 [3.0, 3.0]"]

@@ -11,6 +11,7 @@ user's), and no other command loads it; the converter never imports it.
     accelerator.py  torch.accelerator answered as on an NPU host, from the emulated torch_npu.npu
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
     identity.py  --device-identity: "npu" as a Python backend, NPU tensors computed on the backing device
+    collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
     summary.py   what the run sent to the NPU, printed on stderr at the end (-q: not)
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line

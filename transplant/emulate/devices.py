@@ -267,6 +267,10 @@ def _loading(backing: Backing) -> None:
 def _distributed(backing: Backing) -> None:
     if not dist.is_available():
         return
+    if backing.identity:  # the collectives of the emulated hccl take NPU tensors
+        from . import collectives
+
+        collectives.install()
     init = dist.init_process_group
 
     @functools.wraps(init)
