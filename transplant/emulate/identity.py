@@ -79,7 +79,7 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
 
 
 def _npu_storage(device: torch.device, data_storage):
-    storage = npus.storage(device, data_storage.nbytes())
+    storage = npus.storage(device, data_storage.data_ptr(), data_storage.nbytes())
     storage._emu = data_storage
     return storage
 
@@ -102,7 +102,8 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
     data_storage = data.untyped_storage()
     if data_storage._cdata != storage._emu._cdata:
         storage._emu = data_storage
-    if storage.nbytes() < data_storage.nbytes():  # the data grew (resize_): an NPU storage as large
+    if storage.nbytes() < data_storage.nbytes() or storage.data_ptr() != data_storage.data_ptr():
+        # the data moved or grew (resize_): an NPU storage that stands for it as it is now
         storage = _npu_storage(npu.device, data_storage)
     elif npu.size() == data.size() and npu.stride() == data.stride() and npu.storage_offset() == data.storage_offset():
         return

@@ -146,6 +146,8 @@ def blank(index: int, dtype: torch.dtype) -> torch.Tensor:
     return seed.data
 
 
-def storage(device: torch.device, nbytes: int) -> torch.UntypedStorage:
-    """A storage on the NPU ``device`` of ``nbytes`` bytes that allocates nothing."""
-    return torch._C._construct_storage_from_data_pointer(0, device, nbytes)
+def storage(device: torch.device, address: int, nbytes: int) -> torch.UntypedStorage:
+    """A storage on the NPU ``device`` of ``nbytes`` bytes at ``address`` (its data's, so that
+    ``data_ptr()`` tells tensors that share memory apart as on a device), which neither allocates
+    nor frees anything."""
+    return torch._C._construct_storage_from_data_pointer(address, device, nbytes)
