@@ -44,10 +44,16 @@ def test_attention_takes_the_cpus_kernel(tmp_path):
     assert len(on_cpu.stdout.split()) == 3 and emulated.stdout.split() == on_cpu.stdout.split()
 
 
-def test_without_device_identity_tensors_stay_where_they_are(tmp_path):
+def test_device_identity_is_the_default_and_can_be_turned_off(tmp_path):
     (tmp_path / "where.py").write_text("import torch, torch_npu\nprint(torch.ones(2).to('npu').device.type)\n")
-    assert emulate(["where.py"], tmp_path).stdout.split() == ["cpu"]
+    assert emulate(["where.py"], tmp_path).stdout.split() == ["npu"]
     assert emulate(["--device-identity", "where.py"], tmp_path).stdout.split() == ["npu"]
+    assert emulate(["--no-device-identity", "where.py"], tmp_path).stdout.split() == ["cpu"]
+    off = emulate(["where.py"], tmp_path, TRANSPLANT_EMULATE_DEVICE_IDENTITY="0")
+    assert off.stdout.split() == ["cpu"]
+    assert emulate(
+        ["--device-identity", "where.py"], tmp_path, TRANSPLANT_EMULATE_DEVICE_IDENTITY="0"
+    ).stdout.split() == ["npu"]
 
 
 RANKS = """
@@ -162,9 +168,9 @@ def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
     message = (
         "transplant emulate: error: build.py:6: CUDA-only extension build 'fused_gelu' (load_inline with cuda_sources)"
     )
-    for args in (["--device-identity", "build.py"], ["build.py", "always"]):
+    for args in (["build.py"], ["--no-device-identity", "build.py", "always"]):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 1 and "passed by" not in proc.stdout, args
         assert message in proc.stderr, proc.stderr
-    # without --device-identity the NPU branch is not taken: tensors say they are on the CPU
-    assert emulate(["build.py"], tmp_path).stdout.split() == ["built", "or", "passed", "by"]
+    # with --no-device-identity the NPU branch is not taken: tensors say they are on the CPU
+    assert emulate(["--no-device-identity", "build.py"], tmp_path).stdout.split() == ["built", "or", "passed", "by"]

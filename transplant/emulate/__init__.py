@@ -21,7 +21,7 @@ user's), and no other command loads it; the converter never imports it.
 
 Settings travel in environment variables (so processes the script starts are emulated alike):
 TRANSPLANT_EMULATE_BACKING (cpu|cuda), TRANSPLANT_EMULATE_STRICT (1 = strict),
-TRANSPLANT_EMULATE_DEVICE_IDENTITY (1 = --device-identity), TRANSPLANT_EMULATE_QUIET (1 = -q),
+TRANSPLANT_EMULATE_DEVICE_IDENTITY (0 = --no-device-identity; identity is the default), TRANSPLANT_EMULATE_QUIET (1 = -q),
 TRANSPLANT_EMULATE_NPUS (how many NPUs, default 8).
 """
 
