@@ -5,7 +5,8 @@
 Two workloads, each timed inside the program (the training loop only; start-up is reported apart):
 README's example (examples/mnist_cuda's Net, SGD, amp with a GradScaler, a DataLoader) and a small
 transformer (2 encoder layers, d_model 64, sequences of 16, AdamW, amp). Each runs three ways: plain CPU (`python`,
-device "cpu"), `transplant emulate` (device "npu"), and `transplant emulate --device-identity`. The
+device "cpu"), `transplant emulate` (device "npu"; NPU tensors, the default), and `transplant emulate
+--no-device-identity` (tensors of the CPU). The
 best of --repeat runs is kept. Prints the seconds and the ratios; the target is at most 3x. It also
 checks that the three ways print the same final loss.
 """
@@ -73,7 +74,7 @@ print(f"loop {time.perf_counter() - start:.4f} loss {loss.item()!r}")
 WAYS = {
     "cpu": ([], "cpu"),
     "emulate": (["-m", "transplant.emulate", "-q"], "npu"),
-    "identity": (["-m", "transplant.emulate", "-q", "--device-identity"], "npu"),
+    "no-identity": (["-m", "transplant.emulate", "-q", "--no-device-identity"], "npu"),
 }
 
 

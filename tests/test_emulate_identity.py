@@ -7,27 +7,28 @@ Every emulated run is a subprocess (see test_emulate.py, whose helpers these tes
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import textwrap
 
 import pytest
 
 from conftest import FIXTURES
-from test_emulate import EXAMPLE, NOTICE, PROGRAMS, TRAINING, convert, emulate, lines, run
+from test_emulate import EXAMPLE, NOTICE, PROGRAMS, TRAINING, convert, emulate, free_port, lines, run
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel"
 )
 
 FIDELITY = FIXTURES / "emulate" / "identity" / "fidelity.py"
-CHECKS = ["identity", "branch", "operations", "mixing", "host", "save-load", "training", "multiprocessing"]
+CHECKS = ["identity", "branch", "operations", "mixing", "host", "save-load", "indices", "training", "multiprocessing"]
 
 
 def test_npu_tensors_are_npu_tensors_with_the_cpus_numbers(tmp_path):
     shutil.copy(FIDELITY, tmp_path)
     on_cpu = run(["fidelity.py", "cpu"], tmp_path)
     assert on_cpu.returncode == 0, on_cpu.stderr
-    proc = emulate(["--device-identity", "--strict", "fidelity.py"], tmp_path)
+    proc = emulate(["--device-identity", "--strict", "fidelity.py"], tmp_path, TRANSPLANT_EMULATE_NPUS="4")
     assert proc.returncode == 0, proc.stderr
     assert lines(proc.stdout, "ok ") == [f"ok {check}" for check in CHECKS]
     losses = lines(proc.stdout, "loss ")
@@ -43,10 +44,58 @@ def test_attention_takes_the_cpus_kernel(tmp_path):
     assert len(on_cpu.stdout.split()) == 3 and emulated.stdout.split() == on_cpu.stdout.split()
 
 
-def test_without_device_identity_tensors_stay_where_they_are(tmp_path):
+def test_device_identity_is_the_default_and_can_be_turned_off(tmp_path):
     (tmp_path / "where.py").write_text("import torch, torch_npu\nprint(torch.ones(2).to('npu').device.type)\n")
-    assert emulate(["where.py"], tmp_path).stdout.split() == ["cpu"]
+    assert emulate(["where.py"], tmp_path).stdout.split() == ["npu"]
     assert emulate(["--device-identity", "where.py"], tmp_path).stdout.split() == ["npu"]
+    assert emulate(["--no-device-identity", "where.py"], tmp_path).stdout.split() == ["cpu"]
+    off = emulate(["where.py"], tmp_path, TRANSPLANT_EMULATE_DEVICE_IDENTITY="0")
+    assert off.stdout.split() == ["cpu"]
+    assert emulate(
+        ["--device-identity", "where.py"], tmp_path, TRANSPLANT_EMULATE_DEVICE_IDENTITY="0"
+    ).stdout.split() == ["npu"]
+
+
+RANKS = """
+import os
+import torch
+import torch_npu
+
+if os.environ.get("ACCELERATE_LAUNCH"):
+    from accelerate import PartialState
+
+    state = PartialState()  # its NPU path: torch.npu.set_device(npu:<local process index>)
+    rank, device = state.process_index, state.device
+else:
+    rank = int(os.environ["RANK"])
+    torch.npu.set_device(int(os.environ["LOCAL_RANK"]))
+    device = torch.device("npu")
+model = torch.nn.Linear(2, 2).to(device)
+x = torch.ones(1, 2).npu()
+print(f"rank {rank} {device} {torch.npu.current_device()} {x.device} {model(x).device}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "accelerate"])
+def test_each_rank_computes_on_its_own_npu(launcher, tmp_path):
+    """No collective here (DDP over the emulated hccl is another test's): the devices only."""
+    if launcher == "accelerate" and importlib.util.find_spec("accelerate") is None:
+        pytest.skip("accelerate is not installed (.ci/run installs it)")
+    (tmp_path / "ranks.py").write_text(RANKS)
+    port = str(free_port())
+    if launcher == "torchrun":
+        args = ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port, "ranks.py"]
+        env = {}
+    else:
+        args = ["-m", "accelerate.commands.launch", "--num_processes", "2", "--multi_gpu", "--num_machines", "1"]
+        args += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port, "ranks.py"]
+        env = {"ACCELERATE_LAUNCH": "1"}
+    proc = emulate(["--device-identity", *args], tmp_path, **env)
+    assert proc.returncode == 0, proc.stderr
+    # the ranks share one stdout, so a line of one may land in the middle of the other's
+    found = sorted(re.findall(r"rank \d npu(?::\d)? \d npu:\d npu:\d", proc.stdout))
+    named = "npu" if launcher == "torchrun" else "npu:{}"  # torchrun's program says "npu": the selected one
+    assert found == [f"rank {r} {named.format(r)} {r} npu:{r} npu:{r}" for r in (0, 1)], proc.stdout
 
 
 @pytest.mark.parametrize("program", sorted(TRAINING))
@@ -119,9 +168,9 @@ def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
     message = (
         "transplant emulate: error: build.py:6: CUDA-only extension build 'fused_gelu' (load_inline with cuda_sources)"
     )
-    for args in (["--device-identity", "build.py"], ["build.py", "always"]):
+    for args in (["build.py"], ["--no-device-identity", "build.py", "always"]):
         proc = emulate(args, tmp_path)
         assert proc.returncode == 1 and "passed by" not in proc.stdout, args
         assert message in proc.stderr, proc.stderr
-    # without --device-identity the NPU branch is not taken: tensors say they are on the CPU
-    assert emulate(["build.py"], tmp_path).stdout.split() == ["built", "or", "passed", "by"]
+    # with --no-device-identity the NPU branch is not taken: tensors say they are on the CPU
+    assert emulate(["--no-device-identity", "build.py"], tmp_path).stdout.split() == ["built", "or", "passed", "by"]

@@ -252,7 +252,7 @@ import torch_npu
 
 acc = torch.accelerator
 assert acc.is_available() and acc.current_accelerator() == torch.device("npu")
-assert acc.current_accelerator(check_available=True).type == "npu" and acc.device_count() == 1
+assert acc.current_accelerator(check_available=True).type == "npu" and acc.device_count() == 8
 acc.set_device_index(3)
 assert acc.current_device_index() == 3 == torch_npu.npu.current_device()
 with acc.device_index(1):

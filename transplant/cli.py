@@ -37,7 +37,7 @@ modes:
       source on standard input; the converted source (or the report, or the diff) on standard output
   transplant lsp
       the language server for editors, on stdin/stdout (needs the lsp extra)
-  transplant emulate [--backing cpu|cuda] [--strict] [--device-identity] [-q] SCRIPT|-m MODULE [ARGS...]
+  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [-q] SCRIPT|-m MODULE [ARGS...]
       run a converted program with torch_npu emulated on the CPU or a CUDA GPU (runs your code)
   transplant test-rules [RULES.json...]
       check the examples that rule entries carry (the built-in rules when no file is named)

@@ -12,6 +12,7 @@ user's), and no other command loads it; the converter never imports it.
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
     identity.py  --device-identity: "npu" as a Python backend, NPU tensors computed on the backing device
     collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
+    npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
     summary.py   what the run sent to the NPU, printed on stderr at the end (-q: not)
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
@@ -21,13 +22,15 @@ user's), and no other command loads it; the converter never imports it.
 
 Settings travel in environment variables (so processes the script starts are emulated alike):
 TRANSPLANT_EMULATE_BACKING (cpu|cuda), TRANSPLANT_EMULATE_STRICT (1 = strict),
-TRANSPLANT_EMULATE_DEVICE_IDENTITY (1 = --device-identity), TRANSPLANT_EMULATE_QUIET (1 = -q).
+TRANSPLANT_EMULATE_DEVICE_IDENTITY (0 = --no-device-identity; identity is the default), TRANSPLANT_EMULATE_QUIET (1 = -q),
+TRANSPLANT_EMULATE_NPUS (how many NPUs, default 8).
 """
 
 BACKING_ENV = "TRANSPLANT_EMULATE_BACKING"
 STRICT_ENV = "TRANSPLANT_EMULATE_STRICT"
 IDENTITY_ENV = "TRANSPLANT_EMULATE_DEVICE_IDENTITY"
 QUIET_ENV = "TRANSPLANT_EMULATE_QUIET"
+NPUS_ENV = "TRANSPLANT_EMULATE_NPUS"
 BACKINGS = ("cpu", "cuda")
 
 

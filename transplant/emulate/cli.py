@@ -1,4 +1,4 @@
-"""`transplant emulate [--backing cpu|cuda] [--strict] [--force-emulation] (SCRIPT | -m MODULE) [ARGS...]`.
+"""`transplant emulate [--backing cpu|cuda] [--strict] [--[no-]device-identity] [-q] [--force-emulation] (SCRIPT | -m MODULE) [ARGS...]`.
 
 Checks the request (the script or module exists, torch is importable, no real torch_npu would be
 shadowed, the CUDA backing has a GPU), says on stderr that it runs the user's code because asked,
@@ -65,9 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--device-identity",
-        action="store_true",
-        default=os.environ.get(IDENTITY_ENV) == "1",
-        help="tensors moved to npu are npu tensors (device.type == 'npu'), computed on the backing device",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get(IDENTITY_ENV) != "0",
+        help="tensors moved to npu are npu tensors (device.type == 'npu'), computed on the backing device "
+        f"(the default; --no-device-identity or {IDENTITY_ENV}=0: they are tensors of the backing device)",
     )
     p.add_argument(
         "-q",

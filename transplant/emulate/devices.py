@@ -25,6 +25,8 @@ import torch
 import torch.distributed as dist
 from torch.overrides import TorchFunctionMode
 
+from . import npus
+
 NPU = "npu"
 _NPU_DEVICE = re.compile(r"npu(?::(\d+))?\Z")
 _LEGACY_TYPE = re.compile(r"torch\.npu\.(\w+Tensor)\Z")  # x.type("torch.npu.HalfTensor")
@@ -39,13 +41,18 @@ class Backing:
         self.active = False  # npu devices mean something only once torch_npu is imported, as on an NPU
 
     def count(self) -> int:
+        """How many NPUs: with device identity, as many as npus.py says; without, the GPUs or one."""
+        if self.identity:
+            return npus.count()
         return max(torch.cuda.device_count(), 1) if self.kind == "cuda" else 1
 
     def device(self, index: int | None = None) -> torch.device:
         if self.kind == "cpu":
             return torch.device("cpu")
         # NPU n is GPU n modulo the GPUs there are, so a launch on NPUs 3,5 runs on one GPU too
-        return torch.device("cuda") if index is None else torch.device("cuda", index % self.count())
+        return (
+            torch.device("cuda") if index is None else torch.device("cuda", index % max(torch.cuda.device_count(), 1))
+        )
 
     def translate(self, value):
         """``value`` with an npu device (object or string) replaced by the backing device."""
@@ -69,8 +76,8 @@ class Backing:
         def ordinal(value) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
 
-        if self.identity:
-            return args, kwargs  # torch itself reads ordinals as PrivateUse1 devices
+        if self.identity:  # torch itself reads ordinals as PrivateUse1 devices; "npu" is the selected NPU
+            return npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
 
         if ordinal(kwargs.get("device")):
             kwargs = {**kwargs, "device": self.device(kwargs["device"])}
@@ -120,6 +127,7 @@ class NpuDeviceMode(TorchFunctionMode):
 
 _PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
 _TO_METHODS = (torch.Tensor.to,)
+_PARSE_TO = torch._C._nn._parse_to
 
 
 def enter_mode(backing: Backing, check=None) -> None:

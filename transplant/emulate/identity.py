@@ -5,13 +5,19 @@ _setup_privateuseone_for_python_backend``: a device guard and hooks written in P
 its name. An NPU tensor is a plain ``torch.Tensor`` whose device is ``npu:i``; its metadata (sizes,
 strides, storage offset) is that of its data; its storage holds no bytes and keeps, in the attribute
 ``_emu``, the backing storage it stands for (so shallow copies made in C++, which share the storage,
-share the data); the metadata is set by running ``aten::set_`` with the Meta kernel, which sizes a
-storage without allocating it. Every aten operator that reaches the PrivateUse1 key (after
+share the data). Every aten operator that reaches the PrivateUse1 key (after
 autograd, autocast and the ADInplaceOrView key have done their work on the NPU tensors) comes to
 one boxed fallback, ``_kernel``: it checks devices as a device does (a non-scalar tensor of another
 device is an error), runs the same operator on the backing data, so the numbers are the backing
 device's bit for bit, and gives the outputs NPU identity again (in-place and ``out=`` results are the
 NPU tensors passed in; a view shares its base's NPU storage).
+
+Devices have indices: a result goes to the NPU a device argument names ("npu" alone: the selected
+one), else to that of the operator's NPU tensors, which must all be on one NPU, as on a device
+(copies between NPUs are allowed). npus.py counts the NPUs and makes the tensors of each index; the
+metadata of a new tensor is set by ``aten::set_``'s CPU kernel onto an NPU storage as large as the
+data's, which allocates nothing. Backward passes run in the thread that asks for them (see
+``_in_this_thread``).
 
 Composite operators that pick their kernel by device type (scaled_dot_product_attention) are given
 the backing's choice. Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
@@ -30,8 +36,10 @@ import functools
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import npus
+
 NPU = "npu"
-_META = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+_CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # set_'s CPU kernel only sets metadata here
 _SET = torch.ops.aten.set_.source_Storage_storage_offset
 _AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1
 aten = torch.ops.aten
@@ -56,17 +64,24 @@ class _State:
     backing: torch.device = torch.device("cpu")
 
 
-def _wrap(data: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
-    """An NPU tensor whose data is ``data``: it shares ``like``'s NPU storage when given (a view or
-    the same data), else it gets an NPU storage of its own that stands for ``data``'s storage."""
-    out = torch._C._acc.create_empty_tensor([0], data.dtype)
+def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) -> torch.Tensor:
+    """An NPU tensor whose data is ``data``: it shares ``like``'s NPU storage (and device) when given
+    (a view or the same data), else it is on npu:``index`` with an NPU storage of its own that stands
+    for ``data``'s storage."""
     if like is not None:
         storage = like.untyped_storage()
+        out = npus.blank(like.device.index, data.dtype)
     else:
-        storage = out.untyped_storage()
-        storage._emu = data.untyped_storage()
-    _SET.redispatch(_META, out, storage, data.storage_offset(), data.size(), data.stride())
+        out = npus.blank(index, data.dtype)
+        storage = _npu_storage(out.device, data.untyped_storage())
+    _SET.redispatch(_CPU, out, storage, data.storage_offset(), data.size(), data.stride())
     return out
+
+
+def _npu_storage(device: torch.device, data_storage):
+    storage = npus.storage(device, data_storage.data_ptr(), data_storage.nbytes())
+    storage._emu = data_storage
+    return storage
 
 
 def data_of(tensor: torch.Tensor) -> torch.Tensor:
@@ -84,20 +99,25 @@ def data_of(tensor: torch.Tensor) -> torch.Tensor:
 def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
     """After an in-place change of the data's shape or storage (resize_, t_, ...), the NPU tensor follows."""
     storage = npu.untyped_storage()
-    if data.untyped_storage()._cdata != storage._emu._cdata:
-        storage._emu = data.untyped_storage()
-    if npu.size() != data.size() or npu.stride() != data.stride() or npu.storage_offset() != data.storage_offset():
-        _SET.redispatch(_META, npu, storage, data.storage_offset(), data.size(), data.stride())
+    data_storage = data.untyped_storage()
+    if data_storage._cdata != storage._emu._cdata:
+        storage._emu = data_storage
+    if storage.nbytes() < data_storage.nbytes() or storage.data_ptr() != data_storage.data_ptr():
+        # the data moved or grew (resize_): an NPU storage that stands for it as it is now
+        storage = _npu_storage(npu.device, data_storage)
+    elif npu.size() == data.size() and npu.stride() == data.stride() and npu.storage_offset() == data.storage_offset():
+        return
+    _SET.redispatch(_CPU, npu, storage, data.storage_offset(), data.size(), data.stride())
 
 
-def _device_error(op, other: torch.Tensor) -> RuntimeError:
+def _device_error(op, npu: torch.Tensor, other: torch.Tensor) -> RuntimeError:
     return RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, "
-        f"npu:0 and {other.device}! (when checking argument for {op.__name__})"
+        f"{npu.device} and {other.device}! (when checking argument for {op.__name__})"
     )
 
 
-def _unwrap(op, value, found: list, datas: dict):
+def _unwrap(op, value, found: list, datas: dict, devices: list):
     if isinstance(value, torch.Tensor):
         if value.device.type == NPU:
             data = data_of(value)
@@ -108,8 +128,9 @@ def _unwrap(op, value, found: list, datas: dict):
             found.append(value)
         return value
     if isinstance(value, (list, tuple)):
-        return type(value)(_unwrap(op, v, found, datas) for v in value)
+        return type(value)(_unwrap(op, v, found, datas, devices) for v in value)
     if isinstance(value, torch.device) and value.type == NPU:
+        devices.append(value)
         return _State.backing
     return value
 
@@ -118,11 +139,10 @@ def _kernel(op, *args, **kwargs):
     """Every aten operator on NPU tensors, or making one: the same operator on the backing data."""
     found: list = []
     datas: dict = {}  # id(NPU tensor) -> its data
-    new_args = [_unwrap(op, a, found, datas) for a in args]
-    new_kwargs = {k: _unwrap(op, v, found, datas) for k, v in kwargs.items()}
-    hosts = [t for t in found if t.device.type != NPU]
-    if hosts and any(t.device.type == NPU for t in found):
-        raise _device_error(op, hosts[0])
+    devices: list = []  # the NPU devices named by the arguments (a factory's, a copy's destination)
+    new_args = [_unwrap(op, a, found, datas, devices) for a in args]
+    new_kwargs = {k: _unwrap(op, v, found, datas, devices) for k, v in kwargs.items()}
+    index = _index(op, found, devices)
     if op in _COPIES:  # (src, dst): dst is an NPU tensor; its data takes src's values
         source, dst = new_args[0], args[1]
         target = new_args[1]
@@ -133,7 +153,26 @@ def _kernel(op, *args, **kwargs):
         target.copy_(source, *new_args[2:3])
         return dst
     out = _callable(op, new_args)(*new_args, **new_kwargs)
-    return _rewrap(op, args, kwargs, out, datas)
+    return _rewrap(op, args, kwargs, out, datas, index)
+
+
+def _index(op, found: list, devices: list) -> int:
+    """The NPU the results of ``op`` go to: the one a device argument names (the selected NPU for
+    "npu"), else that of the NPU tensors, which must all be on one device (as on a device, a host
+    tensor other than a 0-dim one is an error, and so is another NPU)."""
+    npu = None
+    for tensor in found:
+        device = tensor.device
+        if device.type != NPU:
+            if any(t.device.type == NPU for t in found):
+                raise _device_error(op, next(t for t in found if t.device.type == NPU), tensor)
+        elif npu is None:
+            npu = tensor
+        elif device.index != npu.device.index and op not in _MIXING:
+            raise _device_error(op, npu, tensor)
+    if devices:
+        return npus.index_of(devices[0])
+    return npus.current() if npu is None else npu.device.index
 
 
 @functools.lru_cache(maxsize=None)
@@ -177,7 +216,7 @@ def _argument(args, kwargs, where):
     return kwargs.get(where)
 
 
-def _rewrap(op, args, kwargs, out, datas):
+def _rewrap(op, args, kwargs, out, datas, index=0):
     """The outputs of ``op`` run on the backing data, as NPU tensors."""
     aliasing = _aliasing(op)
     if not aliasing:
@@ -185,20 +224,20 @@ def _rewrap(op, args, kwargs, out, datas):
     if kwargs.get("device") is not None and torch.device(kwargs["device"]).type != NPU:
         return out  # a copy to another device (_to_copy(npu_tensor, device="cpu"))
     if len(aliasing) == 1:
-        return _rewrap_one(out, aliasing[0], args, kwargs, datas)
-    return type(out)(_rewrap_one(v, a, args, kwargs, datas) for v, a in zip(out, aliasing))
+        return _rewrap_one(out, aliasing[0], args, kwargs, datas, index)
+    return type(out)(_rewrap_one(v, a, args, kwargs, datas, index) for v, a in zip(out, aliasing))
 
 
-def _rewrap_one(value, alias, args, kwargs, datas):
+def _rewrap_one(value, alias, args, kwargs, datas, index):
     source = _argument(args, kwargs, alias[1]) if alias is not None else None
     if isinstance(value, list):  # a Tensor[] return (split, unbind, _foreach_add, ...)
         if isinstance(source, torch.Tensor):  # views of one tensor
-            return [_rewrap_one(v, alias, args, kwargs, datas) for v in value]
-        return [_wrap(v) if isinstance(v, torch.Tensor) else v for v in value]
+            return [_rewrap_one(v, alias, args, kwargs, datas, index) for v in value]
+        return [_wrap(v, index=index) if isinstance(v, torch.Tensor) else v for v in value]
     if not isinstance(value, torch.Tensor):
         return value
     if not isinstance(source, torch.Tensor):
-        return _wrap(value)
+        return _wrap(value, index=index)
     if source.device.type != NPU:
         return source if alias[0] == "write" else value
     if alias[0] == "write":
@@ -391,10 +430,29 @@ def install(backing_device: torch.device) -> None:
         return numpy(self, *args, **kwargs)
 
     torch.Tensor.numpy = npu_numpy
+    torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
+    torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
     torch.load = _load_onto_npu(torch.load)
     torch.nn.functional.scaled_dot_product_attention = _attention(torch.nn.functional.scaled_dot_product_attention)
     # amp's default dtype on the NPU is the backing's (bfloat16 on the CPU), as without --device-identity
     torch.set_autocast_dtype(NPU, torch.get_autocast_dtype(backing_device.type))
+
+
+def _in_this_thread(run_backward):
+    """Backward passes run in the thread that asks for them, as for CPU tensors: the autograd engine
+    would give each NPU index a worker thread of its own, but counts the devices with the Python
+    device guard, which counts one (its queue for npu:1 does not exist)."""
+
+    @functools.wraps(run_backward)
+    def run_here(*args, **kwargs):
+        before = torch._C._is_multithreading_enabled()
+        torch._C._set_multithreading_enabled(False)
+        try:
+            return run_backward(*args, **kwargs)
+        finally:
+            torch._C._set_multithreading_enabled(before)
+
+    return run_here
 
 
 def _npu(location) -> torch.device | None:

@@ -1,7 +1,8 @@
 """The emulated ``torch_npu.npu`` namespace: devices, streams, events, memory statistics, seeds, amp.
 
-Each name behaves as the backing device does. On the CPU there is one device however many NPUs
-the script addresses (the NPU it selects is remembered and reported back), streams and events run
+Each name behaves as the backing device does. On the CPU, without device identity, there is one
+device however many NPUs the script addresses (the NPU it selects is remembered and reported back);
+with it, there are as many as npus.py counts and an id outside them is an error; streams and events run
 in order at once (events time with the host clock), the memory statistics are zeros (the CPU
 allocator keeps none), and the NPU random generator is the CPU's. With a CUDA backing the names
 forward to ``torch.cuda``. This module builds namespaces only; devices.py owns "npu" as a device.
@@ -16,6 +17,7 @@ import types
 
 import torch
 
+from . import npus
 from .coverage import NOT_EMULATED, NotEmulated
 from .devices import Backing
 
@@ -83,20 +85,23 @@ _TENSOR_TYPES = ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short",
 
 def _cpu_api(backing: Backing) -> dict:
     """torch_npu.npu functions for the CPU backing."""
-    current = {"device": 0}
 
     def set_device(device):
-        current["device"] = device if isinstance(device, int) else (torch.device(device).index or 0)
+        # with device identity an id must name one of the NPUs; without, one device stands for all
+        npus.select(device if isinstance(device, int) else (torch.device(device).index or 0), backing.identity)
 
     @contextlib.contextmanager
     def device(index):
-        before = current["device"]
+        before = npus.current()
         if index is not None and index != -1:
             set_device(index)
         try:
             yield
         finally:
-            current["device"] = before
+            npus.select(before, False)
+
+    def device_of(tensor):
+        return device(tensor.device.index if tensor.device.type == "npu" else None)
 
     def mem_get_info(device=None):
         page = os.sysconf("SC_PAGE_SIZE")
@@ -130,10 +135,10 @@ def _cpu_api(backing: Backing) -> dict:
         is_available=lambda: True,
         is_initialized=lambda: True,
         device_count=lambda: backing.count(),
-        current_device=lambda: current["device"],
+        current_device=npus.current,
         set_device=set_device,
         device=device,
-        device_of=lambda tensor: device(None),
+        device_of=device_of,
         get_device_name=name,
         get_device_properties=properties,
         get_device_capability=lambda device=None: (0, 0),

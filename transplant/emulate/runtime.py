@@ -35,7 +35,7 @@ def start(backing_kind: str, strict: bool):
 
         checker = strict_checks.Checker()
         strict_checks.install(checker)
-    backing = devices.Backing(backing_kind, identity=os.environ.get(IDENTITY_ENV) == "1")
+    backing = devices.Backing(backing_kind, identity=os.environ.get(IDENTITY_ENV) != "0")
     devices.enter_mode(backing, summary.observer(checker.torch_call if checker else None))
     _state.update(backing=backing, checker=checker)
     return checker
