@@ -8,7 +8,8 @@ needs CUDA (project facts), a Triton kernel (a function decorated by ``triton.*`
 triton``), a CUDA-only library of the rules (``LibraryRule``: flash_attn, xformers, ...), a CUDA-only
 tool (onnxruntime's CUDA/TensorRT providers, TensorRT, GPU builds of other frameworks), a cuDNN
 operator called by name (``"aten::cudnn_convolution_backward_weight"``, ``torch.ops.aten.cudnn_*``:
-CUDA builds alone have its kernel), and a CUDA capability read as a number (probes.py). Each is a :class:`Reason` that says what and where.
+CUDA builds alone have its kernel), an attribute only a kept CUDA path sets (cuda_state.py), and a
+CUDA capability read as a number (probes.py). Each is a :class:`Reason` that says what and where.
 Works on a CPython ``ast`` tree; decides nothing about rewriting.
 """
 
@@ -33,6 +34,7 @@ ORT_ROUTE = (
 )
 TENSORRT_ROUTE = "TensorRT has no NPU build; Ascend's ATC tool converts ONNX models to offline .om models"
 GPU_BUILD_ROUTE = "install the framework's CPU build on an NPU host (its GPU build needs CUDA)"
+STATE_ROUTE = "set it on the NPU path too, then test for NPU here"
 CAPABILITY_ROUTE = "test the feature itself (torch_npu.npu.is_bf16_supported()) rather than a CUDA compute capability"
 CUDNN_ROUTE = (
     "cuDNN operators have kernels in CUDA builds only: on the NPU call the portable operator they specialise "
@@ -58,7 +60,7 @@ class Reason:
     """One piece of CUDA-only code: its kind, what it is, its line in the file (or where the project
     defines it), and the route to NPU."""
 
-    kind: str  # build | extension | triton | library | tool | operator | capability
+    kind: str  # build | extension | triton | library | tool | operator | state | capability
     what: str
     where: str  # "line 12", "setup.py:30"
     route: str
@@ -113,8 +115,14 @@ class Reach:
                             self.built[target.id] = Reason(
                                 "extension", f"the extension {target.id} built by {found.what}", found.where, NPU_ROUTE
                             )
+        self.states: dict[str, int] = {}  # self attributes only a kept CUDA path sets -> line (cuda_state.py)
         self._memo: dict[int, tuple[Reason, ...]] = {}
         self._busy: set[int] = set()
+
+    def know_states(self, states: dict[str, int]) -> None:
+        """Count reads of these ``self`` attributes as CUDA-only code from now on."""
+        self.states = states
+        self._memo.clear()
 
     # ---- what a region reaches
 
@@ -190,6 +198,15 @@ class Reach:
             return None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return cudnn_operator(node.value, where) or tool_string(node.value, where)
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in self.states
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            line = self.states[node.attr]
+            return Reason("state", f"self.{node.attr}, which only the CUDA path sets", f"line {line}", STATE_ROUTE)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in self.built:
                 return self.built[node.id]
