@@ -34,6 +34,7 @@ import libcst as cst
 
 from .cst_util import dotted_parts, make_dotted, replace_string, string_value
 from . import namespace
+from ..rules import Rule
 from .state import State
 
 DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
@@ -181,22 +182,12 @@ class NamedStringHandlers(State):
             return self._through_module(original, updated, value)
         found = self.rules.new_name(value)
         if found is not None and found[0] != value:
-            if self.record(
-                original,
-                "rename",
-                f"{value} -> {found[0]} (a string naming the renamed API)",
-                found[1],
-                api=value,
-                new=found[0],
-                needs_npu=False,
-            ):
-                return replace_string(updated, value, found[0])
-        elif namespace.unknown(self.rules, value) or (
+            return self._renamed(original, updated, value, value, found, "a string naming the renamed API")
+        if namespace.unknown(self.rules, value) or (
             value in self.rules.unsupported_q and namespace.in_namespace(value)
         ):
             self._report_name(original, value)
         return updated
-
 
     def _through_module(self, original: cst.SimpleString, updated: cst.SimpleString, value: str) -> cst.SimpleString:
         """``patch("pkg.utils.torch.cuda.device_count")``: the torch module reached through a module
@@ -209,15 +200,21 @@ class NamedStringHandlers(State):
         found = self.rules.new_name(api)
         if found is None or found[0] == api or not found[0].startswith("torch"):
             return updated
+        why = f"a string naming the renamed API {api} through the module {value[: match.start(1) - 1]}, which imports torch: the same object"
+        return self._renamed(original, updated, value, api, found, why)
+
+    def _renamed(
+        self,
+        original: cst.SimpleString,
+        updated: cst.SimpleString,
+        value: str,
+        api: str,
+        found: tuple[str, Rule],
+        why: str,
+    ) -> cst.SimpleString:
+        """``updated`` naming ``found``'s new name in place of ``value``, recorded as a rename of ``api``."""
         if self.record(
-            original,
-            "rename",
-            f"{value} -> {found[0]} (a string naming the renamed API {api} through the module "
-            f"{value[: match.start(1) - 1]}, which imports torch: the same object)",
-            found[1],
-            api=api,
-            new=found[0],
-            needs_npu=False,
+            original, "rename", f"{value} -> {found[0]} ({why})", found[1], api=api, new=found[0], needs_npu=False
         ):
             return replace_string(updated, value, found[0])
         return updated

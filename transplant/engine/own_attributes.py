@@ -29,7 +29,9 @@ from ..rules import Rule
 
 
 BESIDE = "an attribute the project sets itself beside its NPU counterpart on the same object (not Tensor.{name})"
-KEPT_USE = "an attribute the project sets itself (not Tensor.{name}), read in code kept as it is: renaming it would lose it"
+KEPT_USE = (
+    "an attribute the project sets itself (not Tensor.{name}), read in code kept as it is: renaming it would lose it"
+)
 
 
 @dataclass
