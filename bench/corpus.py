@@ -149,7 +149,7 @@ def main() -> int:
     args = parser.parse_args()
     manifest = json.loads((HERE / "corpus.json").read_text(encoding="utf-8"))["repositories"]
     OUT.mkdir(parents=True, exist_ok=True)
-    print(f"{'repository':34} {'secs':>6} {'changed':>8} {'rows':>6}  {'idempotent':10} unsupported sheet")
+    print(f"{'repository':40} {'secs':>6} {'changed':>8} {'rows':>6}  {'idempotent':10} unsupported sheet")
     status = 0
     for entry in manifest:
         repo, commit = entry["repo"], entry["commit"]
@@ -158,13 +158,13 @@ def main() -> int:
             continue
         gdir = git_dir(args.mirror, repo)
         if gdir is None:
-            print(f"{repo:34} no mirror under {args.mirror}")
+            print(f"{repo:40} no mirror under {args.mirror}")
             continue
         src = OUT / "src" / name
         export(gdir, commit, src)
         secs, code = convert(src, OUT / "first")
         if code != 0:
-            print(f"{repo:34} conversion exited {code}")
+            print(f"{repo:40} conversion exited {code}")
             status = 1
             continue
         result = OUT / "first" / f"{name}_msft"
@@ -177,7 +177,7 @@ def main() -> int:
         idempotent = code2 == 0 and all(again.get(k) == v for k, v in after.items())
         status |= 0 if idempotent else 1
         print(
-            f"{repo:34} {secs:6.2f} {changed:8d} {rows:6d}  {str(idempotent):10} "
+            f"{repo:40} {secs:6.2f} {changed:8d} {rows:6d}  {str(idempotent):10} "
             f"{sheet_levels(result / 'unsupported_op.xlsx')}"
         )
     return status

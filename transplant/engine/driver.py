@@ -35,6 +35,7 @@ from .imports import (
 )
 from .device_sets import device_families
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
+from .own_attributes import own_attribute_keeps
 from .placement import earliest_index, module_binding
 from .positions import node_positions, positions_and_code
 from .state import Pending
@@ -181,7 +182,10 @@ def _convert_once(
         if id(node) in kept and bindings.plans.get(id(node)) is not None:
             for name in bindings.plans.pop(id(node)).names:
                 bindings.rewritten.pop(name, None)
-    conv = Converter(module, rules, bindings, excluded, flow_of(whole if whole is not None else module.bytes))
+    text = whole if whole is not None else module.bytes
+    for node_id, why in own_attribute_keeps(module, text, rules.rename_attribute, kept).items():
+        kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
+    conv = Converter(module, rules, bindings, excluded, flow_of(text))
     convert_strings, keep_strings = device_families(module, whole if whole is not None else module.bytes)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)

@@ -11,6 +11,8 @@ with the API it names:
   monkeypatch.setattr, import_module...), and a constant assigned to a variable (``SYNC = "..."``,
   later ``patch(SYNC)``); one that names a torch.cuda API no rule knows, or one not supported on
   NPU, is reported like a reference. The same name printed or logged is a message, and stays;
+* the same name reached through a module that imports torch (``patch("pkg.utils.torch.cuda.device_count")``
+  patches torch.cuda.device_count itself) becomes the new name alone (``"torch_npu.npu.device_count"``);
 * an attribute given by name next to its object (``getattr``, ``hasattr``, ``mock.patch.object``,
   ``monkeypatch.setattr`` / ``delattr``, ``mocker.patch.object``) moves with the object:
   ``getattr(torch.cuda, "empty_cache")`` -> ``getattr(torch_npu.npu, "empty_cache")``. When the object
@@ -32,6 +34,7 @@ import libcst as cst
 
 from .cst_util import dotted_parts, make_dotted, replace_string, string_value
 from . import namespace
+from ..rules import Rule
 from .state import State
 
 DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
@@ -56,6 +59,8 @@ NAME_TAKERS = frozenset(
     }
 )
 CUDA_SPELLED = re.compile(r"cuda", re.IGNORECASE)
+# a torch.cuda API named through a module that imports torch: "pkg.utils.torch.cuda.device_count"
+THROUGH_MODULE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.(torch\.cuda\.[A-Za-z_][\w.]*)$")
 
 
 class NamedStringHandlers(State):
@@ -165,31 +170,53 @@ class NamedStringHandlers(State):
         if id(original) not in self.name_strings:
             return updated
         raw = original.value
-        if (
-            "." not in raw
-            or len(raw) > 160
-            or raw[len(original.prefix) + len(original.quote) :].split(".", 1)[0] not in self._roots
-        ):
+        if "." not in raw or len(raw) > 160:
+            return updated
+        head = raw[len(original.prefix) + len(original.quote) :].split(".", 1)[0]
+        if head not in self._roots and ".torch.cuda." not in raw:
             return updated
         value = string_value(original)
         if value is None or DOTTED.match(value) is None:
             return updated
+        if head not in self._roots:
+            return self._through_module(original, updated, value)
         found = self.rules.new_name(value)
         if found is not None and found[0] != value:
-            if self.record(
-                original,
-                "rename",
-                f"{value} -> {found[0]} (a string naming the renamed API)",
-                found[1],
-                api=value,
-                new=found[0],
-                needs_npu=False,
-            ):
-                return replace_string(updated, value, found[0])
-        elif namespace.unknown(self.rules, value) or (
+            return self._renamed(original, updated, value, value, found, "a string naming the renamed API")
+        if namespace.unknown(self.rules, value) or (
             value in self.rules.unsupported_q and namespace.in_namespace(value)
         ):
             self._report_name(original, value)
+        return updated
+
+    def _through_module(self, original: cst.SimpleString, updated: cst.SimpleString, value: str) -> cst.SimpleString:
+        """``patch("pkg.utils.torch.cuda.device_count")``: the torch module reached through a module
+        that imports it is torch itself, so the patch replaces torch.cuda.device_count for everyone;
+        the converted code calls torch_npu.npu.device_count, which the string then names directly."""
+        match = THROUGH_MODULE.search(value)
+        if match is None:
+            return updated
+        api = value[match.start(1) :]
+        found = self.rules.new_name(api)
+        if found is None or found[0] == api or not found[0].startswith("torch"):
+            return updated
+        why = f"a string naming the renamed API {api} through the module {value[: match.start(1) - 1]}, which imports torch: the same object"
+        return self._renamed(original, updated, value, api, found, why)
+
+    def _renamed(
+        self,
+        original: cst.SimpleString,
+        updated: cst.SimpleString,
+        value: str,
+        api: str,
+        found: tuple[str, Rule],
+        why: str,
+    ) -> cst.SimpleString:
+        """``updated`` naming ``found``'s new name in place of ``value``, recorded as a rename of ``api``."""
+        if self.record(
+            original, "rename", f"{value} -> {found[0]} ({why})", found[1], api=api, new=found[0], needs_npu=False
+        ):
+            return replace_string(updated, value, found[0])
         return updated
 
 

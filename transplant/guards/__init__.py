@@ -47,6 +47,8 @@ WORDS = (
     b"get_device_name",
     b"version.cuda",
     b"version.hip",
+    b"cudnn_",  # a cuDNN operator called by name (reach.py)
+    b"miopen_",
 )
 Span = tuple[int, int, int, int]
 KINDS = {

@@ -6,8 +6,10 @@ CUDA-only code is a runtime CUDA build (a call that names ``.cu`` sources, passe
 object such a build returns, a compiled extension or ``torch.ops`` namespace of the project that
 needs CUDA (project facts), a Triton kernel (a function decorated by ``triton.*``, ``import
 triton``), a CUDA-only library of the rules (``LibraryRule``: flash_attn, xformers, ...), a CUDA-only
-tool (onnxruntime's CUDA/TensorRT providers, TensorRT, GPU builds of other frameworks), and a CUDA
-capability read as a number (probes.py). Each is a :class:`Reason` that says what and where.
+tool (onnxruntime's CUDA/TensorRT providers, TensorRT, GPU builds of other frameworks), a cuDNN
+operator called by name (``"aten::cudnn_convolution_backward_weight"``, ``torch.ops.aten.cudnn_*``:
+CUDA builds alone have its kernel), an attribute only a kept CUDA path sets (cuda_state.py), and a
+CUDA capability read as a number (probes.py). Each is a :class:`Reason` that says what and where.
 Works on a CPython ``ast`` tree; decides nothing about rewriting.
 """
 
@@ -36,7 +38,17 @@ ORT_ROUTE = (
 )
 TENSORRT_ROUTE = "TensorRT has no NPU build; Ascend's ATC tool converts ONNX models to offline .om models"
 GPU_BUILD_ROUTE = "install the framework's CPU build on an NPU host (its GPU build needs CUDA)"
+STATE_ROUTE = "set it on the NPU path too, then test for NPU here"
 CAPABILITY_ROUTE = "test the feature itself (torch_npu.npu.is_bf16_supported()) rather than a CUDA compute capability"
+CUDNN_ROUTE = (
+    "cuDNN operators have kernels in CUDA builds only: on the NPU call the portable operator they specialise "
+    "(aten::convolution_backward or torch.nn.grad.conv2d_weight / conv2d_input for the cudnn_convolution ones), "
+    "which torch_npu implements"
+)
+# ATen operators that only cuDNN (or MIOpen, its ROCm twin) implements, by name:
+# torch._C._jit_get_operation("aten::cudnn_convolution_backward_weight"), torch.ops.aten.cudnn_convolution
+# (cudnn_is_acceptable is a portable query: False for a tensor cuDNN cannot take)
+CUDNN_OPERATOR = re.compile(r"^(?:aten::|torch\.ops\.aten\.|torch\.)(_?(?:cudnn|miopen)_(?!is_acceptable)\w+)$")
 # onnxruntime providers that need CUDA, and package names of GPU builds of other frameworks
 CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
 GPU_PACKAGE = re.compile(
@@ -51,7 +63,7 @@ class Reason:
     """One piece of CUDA-only code: its kind, what it is, its line in the file (or where the project
     defines it), and the route to NPU."""
 
-    kind: str  # build | extension | triton | library | tool | capability
+    kind: str  # build | extension | triton | library | tool | operator | state | capability
     what: str
     where: str  # "line 12", "setup.py:30"
     route: str
@@ -106,8 +118,14 @@ class Reach:
                             self.built[target.id] = Reason(
                                 "extension", f"the extension {target.id} built by {found.what}", found.where, NPU_ROUTE
                             )
+        self.states: dict[str, int] = {}  # self attributes only a kept CUDA path sets -> line (cuda_state.py)
         self._memo: dict[int, tuple[Reason, ...]] = {}
         self._busy: set[int] = set()
+
+    def know_states(self, states: dict[str, int]) -> None:
+        """Count reads of these ``self`` attributes as CUDA-only code from now on."""
+        self.states = states
+        self._memo.clear()
 
     # ---- what a region reaches
 
@@ -182,7 +200,16 @@ class Reach:
                     return found
             return None
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return tool_string(node.value, where)
+            return cudnn_operator(node.value, where) or tool_string(node.value, where)
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in self.states
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            line = self.states[node.attr]
+            return Reason("state", f"self.{node.attr}, which only the CUDA path sets", f"line {line}", STATE_ROUTE)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in self.built:
                 return self.built[node.id]
@@ -195,6 +222,8 @@ class Reach:
         return None
 
     def _qualified(self, qualified: str, where: str) -> Reason | None:
+        if (operator := cudnn_operator(qualified, where)) is not None:
+            return operator
         if self._is_triton(qualified):
             return Reason("triton", f"Triton ({qualified})", where, TRITON_ROUTE)
         if qualified == "tensorrt" or qualified.startswith("tensorrt."):
@@ -252,6 +281,14 @@ def _decorator_callee(node: ast.expr) -> ast.expr:
     return node.func if isinstance(node, ast.Call) else node
 
 
+def cudnn_operator(text: str, where: str) -> Reason | None:
+    """The cuDNN (or MIOpen) ATen operator ``text`` names, as a string or a qualified name."""
+    match = CUDNN_OPERATOR.match(text)
+    if match is None:
+        return None
+    return Reason("operator", f"the cuDNN operator aten::{match.group(1)}", where, CUDNN_ROUTE)
+
+
 def tool_string(text: str, where: str) -> Reason | None:
     """The CUDA-only tool a string names: an onnxruntime CUDA provider or a GPU package."""
     if text in CUDA_PROVIDERS:
@@ -266,4 +303,4 @@ def tool_string(text: str, where: str) -> Reason | None:
     return None
 
 
-__all__ = ["CAPABILITY_ROUTE", "ORT_ROUTE", "Reach", "Reason", "TRITON_ROUTE", "tool_string"]
+__all__ = ["CAPABILITY_ROUTE", "ORT_ROUTE", "Reach", "Reason", "TRITON_ROUTE", "cudnn_operator", "tool_string"]

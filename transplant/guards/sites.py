@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..project.pynames import qualify
+from .cuda_state import cuda_only_attributes
 from .reach import Reach, Reason, tool_string
 
 CUDA_STRING = re.compile(r"^cuda(?::\d+)?$")
@@ -45,6 +46,7 @@ class Kept:
     reasons: list[Reason]
     flag: str = ""
     also: list[ast.expr] = field(default_factory=list)  # predicates' tests that go with it
+    region: list[ast.AST] = field(default_factory=list)  # the code it chooses
 
 
 class Sites:
@@ -168,6 +170,16 @@ class Sites:
     # ---- sites
 
     def find(self) -> list[Kept]:
+        self._find()
+        # state only the kept CUDA paths set (cuda_state.py): the tests that choose it are found again
+        states = cuda_only_attributes(self.nodes, [k.region for k in self.kept if k.kind != "skip"])
+        if states:
+            self.reach.know_states(states)
+            self.kept = []
+            self._find()
+        return self.kept
+
+    def _find(self) -> None:
         self._block(self.tree.body, None, self.tree.body)
         spelled: dict[int, list[Reason]] = {}
         for node in self.nodes:
@@ -179,7 +191,6 @@ class Sites:
                     self._keep(
                         node.test, "branch", [node.test, *self._chosen(node, signs)], None, spelled.get(id(node), [])
                     )
-        return self.kept
 
     def _spelled(self, text: ast.JoinedStr) -> dict[int, list[Reason]]:
         """``f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}"``: the package a conditional
@@ -247,13 +258,16 @@ class Sites:
                 if cond is not None and self.may(cond) and self.signs(cond):
                     self._keep(cond, "skip", [cond, *self.tree.body], None)
             return
-        if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)) or isinstance(stmt.value, ast.IfExp):
+        if len(stmt.targets) != 1:
             return
-        if not self.may(stmt.value) or self.signs(stmt.value) != {1}:
-            return
-        flag = stmt.targets[0].id
+        for target, value in _unpacked(stmt.targets[0], stmt.value):
+            if not isinstance(value, ast.IfExp) and self.may(value) and self.signs(value) == {1}:
+                self._flag(target.id, value, klass, scope)
+
+    def _flag(self, flag: str, value: ast.expr, klass: str | None, scope: list[ast.stmt]) -> None:
+        """``flag = x.is_cuda``: a flag whose tests in ``scope`` choose code, like the test itself."""
         flags = frozenset({flag})
-        region: list[ast.AST] = [stmt.value]
+        region: list[ast.AST] = [value]
         first, last = scope[0].lineno, scope[-1].end_lineno or scope[-1].lineno
         word = flag.encode()
         for node in self.tests:  # the tests of the scope that read the flag
@@ -264,7 +278,7 @@ class Sites:
                 continue
             if any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
                 region += [test, *self._chosen(node, self.signs(test, 1, flags))]
-        self._keep(stmt.value, "flag", region, klass, flag=flag)
+        self._keep(value, "flag", region, klass, flag=flag)
 
     def _chosen(self, node: ast.If | ast.While | ast.IfExp | ast.Assert, signs: set[int]) -> list[ast.AST]:
         """What a test of ``node`` chooses when it finds CUDA (1 in ``signs``) or not CUDA (-1): the
@@ -300,7 +314,31 @@ class Sites:
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in self.names
             for t in self.predicates.get(n.func.id, [])
         ]
-        self.kept.append(Kept(node, kind, reasons, flag, also))
+        self.kept.append(Kept(node, kind, reasons, flag, also, region))
+
+
+def _unpacked(target: ast.expr, value: ast.expr) -> list[tuple[ast.Name, ast.expr]]:
+    """The names an assignment binds with the value each gets: ``flag = v``, and the elements of
+    ``a, flag, d = *shape, x.is_cuda, x.device`` that line up (counted from the end after a starred
+    value)."""
+    if isinstance(target, ast.Name):
+        return [(target, value)]
+    if not (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))):
+        return []
+    names, values = target.elts, value.elts
+    if any(isinstance(n, ast.Starred) for n in names):
+        return []
+    starred = [i for i, v in enumerate(values) if isinstance(v, ast.Starred)]
+    if not starred and len(names) != len(values):
+        return []
+    # the values after the last starred one line up with the last names; before the first, with the first
+    last = starred[-1] if starred else -1
+    first = starred[0] if starred else len(values)
+    pairs = list(zip(names[:first], values[:first]))
+    tail = len(values) - last - 1
+    if tail:
+        pairs += list(zip(names[-tail:], values[last + 1 :]))
+    return [(n, v) for n, v in pairs if isinstance(n, ast.Name)]
 
 
 def _cuda_string(node: ast.AST) -> bool:
