@@ -153,6 +153,37 @@ def test_the_summary_says_what_went_to_the_npu_and_q_silences_it(tmp_path):
     assert quiet.returncode == 0 and "summary" not in quiet.stderr
 
 
+def test_torch_compile_runs_eagerly_in_each_form(tmp_path):
+    # inductor has no code generator for the emulated NPU and TorchDynamo does not trace the emulator:
+    # every form of torch.compile gives back what it was given (found on litgpt's *_compile tests)
+    (tmp_path / "prog.py").write_text(
+        textwrap.dedent("""\
+        import torch
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 3).to("npu")
+        compiled = torch.compile(model)
+
+        @torch.compile
+        def double(x):
+            return x * 2
+
+        @torch.compile(mode="max-autotune", fullgraph=True)
+        def shift(x):
+            return x + 1
+
+        x = torch.randn(2, 4).to("npu")
+        assert compiled is model and torch.equal(compiled(x), model(x))
+        assert torch.equal(double(x), x * 2) and torch.equal(shift(x), x + 1)
+        print("device", compiled(x).device.type)
+        """)
+    )
+    for identity in ([], ["--no-device-identity"]):
+        proc = emulate([*identity, "prog.py"], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert ("device npu" if not identity else "device cpu") in proc.stdout
+        assert "torch.compile ran eagerly (3 calls)" in proc.stderr
+
+
 def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
     (tmp_path / "build.py").write_text(
         textwrap.dedent("""\

@@ -12,6 +12,8 @@ process group's default backend and barrier, which must pick the backing's colle
 
 from __future__ import annotations
 
+import functools
+
 import types
 
 import torch
@@ -96,6 +98,8 @@ def install(npu: types.ModuleType) -> None:
         setattr(accelerator.memory, name, function)
     base_get_device_module = torch.get_device_module
 
+    # functools.wraps gives it __wrapped__, which torch.compile's tracer reads from torch's own
+    @functools.wraps(base_get_device_module)
     def get_device_module(device=None):
         """torch.get_device_module(): with no device, the accelerator's module (torch.npu), as on an NPU host."""
         return npu if device is None else base_get_device_module(device)

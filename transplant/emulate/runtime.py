@@ -63,11 +63,12 @@ def activate(torch_npu: types.ModuleType) -> None:
         start(os.environ.get(BACKING_ENV, "cpu"), os.environ.get(STRICT_ENV) == "1")
     import torch
 
-    from . import accelerator, builds, devices, extras, npu_api, summary
+    from . import accelerator, builds, compiling, devices, extras, npu_api, summary
 
     backing = _state["backing"]
     devices.install(backing)
     builds.install()
+    compiling.install()
     modules = {**npu_api.build(backing), **extras.build(backing)}
     modules["torch_npu"] = torch_npu
     sys.modules.update(modules)

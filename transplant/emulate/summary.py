@@ -16,7 +16,7 @@ import types
 
 import torch
 
-from . import strict
+from . import compiling, strict
 
 NPU = "npu"
 SHOWN = 5  # places listed; the rest are counted
@@ -72,6 +72,12 @@ class Summary:
             )
         if self.names:
             out.append(f"transplant emulate:   torch_npu names used ({len(self.names)}): " + ", ".join(self.names))
+        if compiling.skipped():
+            count = compiling.skipped()
+            out.append(
+                f"transplant emulate:   torch.compile ran eagerly ({count} call{'s' * (count != 1)}): "
+                "compiled code is not emulated"
+            )
         return out
 
 
