@@ -14,6 +14,7 @@ user's), and no other command loads it; the converter never imports it.
     collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
     npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
+    compiling.py torch.compile runs eagerly (torch's disable=True), counted in the summary
     summary.py   what the run sent to the NPU, printed on stderr at the end (-q: not)
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
     coverage.py  names torch_npu has that the emulator does not emulate, and why
