@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 import types
+from typing import Any
 
 import torch
 
@@ -62,7 +63,7 @@ def install(npu: types.ModuleType) -> None:
     def memory_stats(device_index=None, /):
         return npu.memory_stats(index(device_index))
 
-    api = dict(
+    api: dict[str, Any] = dict(
         current_accelerator=lambda check_available=False: npu_device,
         is_available=lambda: npu.is_available(),
         device_count=lambda: npu.device_count(),
@@ -76,7 +77,7 @@ def install(npu: types.ModuleType) -> None:
         synchronize=lambda device=None, /: npu.synchronize(index(device)),
         get_device_capability=lambda device=None, /: {},
     )
-    memory = dict(
+    memory: dict[str, Any] = dict(
         empty_cache=lambda: npu.empty_cache(),
         empty_host_cache=lambda: None,
         memory_stats=memory_stats,
@@ -104,4 +105,4 @@ def install(npu: types.ModuleType) -> None:
         """torch.get_device_module(): with no device, the accelerator's module (torch.npu), as on an NPU host."""
         return npu if device is None else base_get_device_module(device)
 
-    torch.get_device_module = get_device_module
+    torch.get_device_module = get_device_module  # type: ignore[assignment]  # the emulator replaces torch's own

@@ -72,7 +72,7 @@ def _work_of(boxed, datas: dict):
         future = work.get_future()
     except (RuntimeError, NotImplementedError):  # a work without a future (some backends' send/recv): as it is
         return boxed
-    wrapped = torch._C._distributed_c10d._create_work_from_future(
+    wrapped = torch._C._distributed_c10d._create_work_from_future(  # type: ignore[attr-defined]  # (not in the stubs)
         future.then(lambda done: _rewrap(done.value(), datas))
     )
     return wrapped.boxed()

@@ -20,6 +20,7 @@ import functools
 import re
 import sys
 import threading
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -144,7 +145,7 @@ def enter_mode(backing: Backing, check=None) -> None:
         with make_mode():
             bootstrap(self)
 
-    threading.Thread._bootstrap_inner = bootstrap_in_mode
+    threading.Thread._bootstrap_inner = bootstrap_in_mode  # type: ignore[attr-defined]  # (private: not in the stubs)
 
 
 def _index(device) -> int | None:
@@ -175,7 +176,11 @@ def _accelerator(backing: Backing) -> None:
     """torch's C++ side as without the emulation: renaming PrivateUse1 makes it take "npu" for this
     machine's accelerator, and the process group's default backend and barrier would look for npu
     collectives. torch.accelerator itself answers as on an NPU host (accelerator.py)."""
-    torch._C._get_accelerator = lambda: torch.device(backing.kind)  # used by dist.barrier, FSDP, ...
+
+    def accelerator(check: bool = False) -> torch.device:  # used by dist.barrier, FSDP, ...
+        return torch.device(backing.kind)
+
+    torch._C._get_accelerator = accelerator
 
 
 def _methods(backing: Backing) -> None:
@@ -190,13 +195,13 @@ def _methods(backing: Backing) -> None:
     def module_npu(self, device=None):
         return self._apply(lambda t: tensor_npu(t, device))
 
-    torch.Tensor.npu = tensor_npu
-    torch.Tensor.is_npu = property(
+    torch.Tensor.npu = tensor_npu  # type: ignore[attr-defined]  # (torch_npu adds these)
+    torch.Tensor.is_npu = property(  # type: ignore[attr-defined]
         lambda self: self.device.type == backing.kind,
         doc="True when the tensor is on the device that backs the emulated NPUs",
     )
-    torch.nn.Module.npu = module_npu
-    base_generator = torch.Generator
+    torch.nn.Module.npu = module_npu  # type: ignore[attr-defined]
+    base_generator: Any = torch.Generator
 
     class Generator(base_generator):
         def __new__(cls, device="cpu"):
@@ -206,17 +211,17 @@ def _methods(backing: Backing) -> None:
             pass
 
     Generator.__module__, Generator.__qualname__ = base_generator.__module__, base_generator.__qualname__
-    torch.Generator = Generator
+    torch.Generator = Generator  # type: ignore[misc]  # the emulator replaces torch's own
 
 
 def _amp(backing: Backing) -> None:
-    base_autocast = torch.amp.autocast_mode.autocast
+    base_autocast: Any = torch.amp.autocast_mode.autocast
 
     class autocast(base_autocast):  # noqa: N801 - torch's name
         def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
             super().__init__(backing.device_type(device_type), dtype, enabled, cache_enabled)
 
-    base_scaler = torch.amp.grad_scaler.GradScaler
+    base_scaler: Any = torch.amp.grad_scaler.GradScaler
 
     class GradScaler(base_scaler):
         def __init__(self, device="cuda", *args, **kwargs):
@@ -225,8 +230,8 @@ def _amp(backing: Backing) -> None:
     for name in ("__module__", "__qualname__", "__doc__"):
         setattr(autocast, name, getattr(base_autocast, name))
         setattr(GradScaler, name, getattr(base_scaler, name))
-    torch.autocast = torch.amp.autocast = torch.amp.autocast_mode.autocast = autocast
-    torch.amp.GradScaler = torch.amp.grad_scaler.GradScaler = GradScaler
+    torch.autocast = torch.amp.autocast = torch.amp.autocast_mode.autocast = autocast  # type: ignore[misc]
+    torch.amp.GradScaler = torch.amp.grad_scaler.GradScaler = GradScaler  # type: ignore[misc]
 
     def with_device_type(function):
         @functools.wraps(function)
@@ -306,8 +311,8 @@ def _distributed(backing: Backing) -> None:
         return new_group(*args, **kwargs)
 
     dist.init_process_group, dist.new_group = init_process_group, new_group_on_backing
-    dist.is_hccl_available = lambda: True
-    base_ddp = torch.nn.parallel.DistributedDataParallel
+    dist.is_hccl_available = lambda: True  # type: ignore[attr-defined]  # (torch_npu adds it)
+    base_ddp: Any = torch.nn.parallel.DistributedDataParallel
 
     class DistributedDataParallel(base_ddp):
         def __init__(self, module, device_ids=None, output_device=None, *args, **kwargs):
@@ -320,7 +325,7 @@ def _distributed(backing: Backing) -> None:
 
     DistributedDataParallel.__module__ = base_ddp.__module__
     DistributedDataParallel.__qualname__ = base_ddp.__qualname__
-    torch.nn.parallel.DistributedDataParallel = DistributedDataParallel
+    torch.nn.parallel.DistributedDataParallel = DistributedDataParallel  # type: ignore[misc]
 
 
 def _gpu(backing: Backing, device):

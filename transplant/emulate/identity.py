@@ -41,7 +41,7 @@ from . import npus
 NPU = "npu"
 _CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # set_'s CPU kernel only sets metadata here
 _SET = torch.ops.aten.set_.source_Storage_storage_offset
-_AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1
+_AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1  # type: ignore[attr-defined]  # (not in torch's stubs)
 aten = torch.ops.aten
 
 # operators whose arguments may mix an NPU tensor with a host tensor, as on a device
@@ -80,7 +80,7 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
 
 def _npu_storage(device: torch.device, data_storage):
     storage = npus.storage(device, data_storage.data_ptr(), data_storage.nbytes())
-    storage._emu = data_storage
+    storage._emu = data_storage  # type: ignore[attr-defined]  # the emulator's own attribute: the data it stands for
     return storage
 
 
@@ -88,7 +88,7 @@ def data_of(tensor: torch.Tensor) -> torch.Tensor:
     """The backing data of an NPU tensor: its NPU storage's backing storage, with its metadata (so a
     detached or shallow copy made in C++, which shares the NPU storage, has the same data)."""
     try:
-        storage = tensor.untyped_storage()._emu
+        storage = tensor.untyped_storage()._emu  # type: ignore[attr-defined]
     except AttributeError:
         raise RuntimeError(f"an npu tensor without data (made outside the emulator): {tuple(tensor.shape)}") from None
     return torch.empty(0, dtype=tensor.dtype, device=storage.device).set_(
@@ -100,8 +100,8 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
     """After an in-place change of the data's shape or storage (resize_, t_, ...), the NPU tensor follows."""
     storage = npu.untyped_storage()
     data_storage = data.untyped_storage()
-    if data_storage._cdata != storage._emu._cdata:
-        storage._emu = data_storage
+    if data_storage._cdata != storage._emu._cdata:  # type: ignore[attr-defined]
+        storage._emu = data_storage  # type: ignore[attr-defined]
     if storage.nbytes() < data_storage.nbytes() or storage.data_ptr() != data_storage.data_ptr():
         # the data moved or grew (resize_): an NPU storage that stands for it as it is now
         storage = _npu_storage(npu.device, data_storage)
@@ -417,7 +417,7 @@ def install(backing_device: torch.device) -> None:
     has_storage = torch._C._has_storage
     # torch.save writes an NPU tensor as its host copy, rebuilt on the NPU (an allowed global of
     # torch.load(weights_only=True)), as for devices whose tensors have no host storage
-    torch._C._has_storage = lambda t: False if t.device.type == NPU else has_storage(t)
+    torch._C._has_storage = lambda x: False if x.device.type == NPU else has_storage(x)
     numpy = torch.Tensor.numpy
 
     @functools.wraps(numpy)
@@ -429,7 +429,7 @@ def install(backing_device: torch.device) -> None:
             )
         return numpy(self, *args, **kwargs)
 
-    torch.Tensor.numpy = npu_numpy
+    torch.Tensor.numpy = npu_numpy  # type: ignore[method-assign]  # the emulator replaces torch's own
     torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
     torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
     torch.load = _load_onto_npu(torch.load)

@@ -14,6 +14,7 @@ import contextlib
 import os
 import time
 import types
+from typing import Any
 
 import torch
 
@@ -129,7 +130,7 @@ def _cpu_api(backing: Backing) -> dict:
     def set_rng_state(state, device="npu"):
         torch.set_rng_state(state)
 
-    api = {name_: (lambda *args, **kwargs: 0) for name_ in _ZERO}
+    api: dict[str, Any] = {name_: (lambda *args, **kwargs: 0) for name_ in _ZERO}
     api.update({name_: (lambda *args, **kwargs: None) for name_ in _RESET})
     api.update(
         is_available=lambda: True,
@@ -360,7 +361,7 @@ def module(name: str, doc: str, **members) -> types.ModuleType:
             "names transplant's rules write, plus the device, stream, memory and amp APIs)"
         )
 
-    made.__getattr__ = __getattr__
+    vars(made)["__getattr__"] = __getattr__  # a module's __getattr__ (PEP 562) is looked up in its namespace
     return made
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import cast
 
 import torch
 
@@ -150,4 +151,5 @@ def storage(device: torch.device, address: int, nbytes: int) -> torch.UntypedSto
     """A storage on the NPU ``device`` of ``nbytes`` bytes at ``address`` (its data's, so that
     ``data_ptr()`` tells tensors that share memory apart as on a device), which neither allocates
     nor frees anything."""
-    return torch._C._construct_storage_from_data_pointer(address, device, nbytes)
+    made = torch._C._construct_storage_from_data_pointer(address, device, nbytes)
+    return cast(torch.UntypedStorage, made)  # (an UntypedStorage: the stubs say Storage)
