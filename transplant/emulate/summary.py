@@ -72,8 +72,8 @@ class Summary:
             )
         if self.names:
             out.append(f"transplant emulate:   torch_npu names used ({len(self.names)}): " + ", ".join(self.names))
-        if compiling.skipped():
-            count = compiling.skipped()
+        count = compiling.skipped()
+        if count:
             out.append(
                 f"transplant emulate:   torch.compile ran eagerly ({count} call{'s' * (count != 1)}): "
                 "compiled code is not emulated"
