@@ -177,16 +177,16 @@ def _convert_once(
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
     whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
-    kept, quiet = kept_regions(module, whole if whole is not None else module.bytes)  # code that already handles NPU
+    text = whole if whole is not None else module.bytes  # (module.bytes generates the code: once)
+    kept, quiet = kept_regions(module, text)  # code that already handles NPU
     for node in bindings.import_nodes:
         if id(node) in kept and bindings.plans.get(id(node)) is not None:
             for name in bindings.plans.pop(id(node)).names:
                 bindings.rewritten.pop(name, None)
-    text = whole if whole is not None else module.bytes
     for node_id, why in own_attribute_keeps(module, text, rules.rename_attribute, kept).items():
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
     conv = Converter(module, rules, bindings, excluded, flow_of(text))
-    convert_strings, keep_strings = device_families(module, whole if whole is not None else module.bytes)
+    convert_strings, keep_strings = device_families(module, text)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)
     conv.kept, conv.kept_quiet, conv.force_devices = kept, quiet | keep_strings, convert_strings
