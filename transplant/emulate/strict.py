@@ -70,9 +70,10 @@ class Checker:
             frame = frame.f_back
         return frame if frame is not None and self._is_own(frame.f_code.co_filename) else None
 
-    def use(self, what: str) -> None:
-        """Record and raise ``what`` if the project's own code is doing it."""
-        frame = self.caller()
+    def use(self, what: str, frame: types.FrameType | None = None) -> None:
+        """Record and raise ``what`` if the project's own code is doing it: the frame the use was
+        made in when given (a name read from torch.cuda), else the caller() past the emulator."""
+        frame = self.caller() if frame is None else frame if self._is_own(frame.f_code.co_filename) else None
         if frame is None:
             return
         where = f"{os.path.relpath(frame.f_code.co_filename)}:{frame.f_lineno}"
@@ -103,11 +104,14 @@ _IS_CUDA = torch.Tensor.__dict__.get("is_cuda") or torch._C.TensorBase.__dict__[
 
 
 class _CudaModule(types.ModuleType):
-    """The class given to torch.cuda and its submodules: reading a name is a use."""
+    """The class given to torch.cuda and its submodules: reading a name is a use when the code that
+    reads it is the project's. The emulator reads torch.cuda itself where a GPU backs the NPUs (the
+    number of GPUs, the device of an NPU id, torch_npu.npu's functions): the line of the project's
+    that led there did not read it."""
 
     def __getattribute__(self, name):
         if not name.startswith("__") and _checker is not None:
-            _checker.use(f"{types.ModuleType.__getattribute__(self, '__name__')}.{name}")
+            _checker.use(f"{types.ModuleType.__getattribute__(self, '__name__')}.{name}", sys._getframe(1))
         return types.ModuleType.__getattribute__(self, name)
 
 
