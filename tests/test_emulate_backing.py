@@ -1,6 +1,6 @@
 """What `transplant emulate` does for the backing's sake, found by running `--backing cuda` on a GPU
-(an H200 with torch 2.11): the emulator's own reads of torch.cuda are not the project's CUDA uses
-under --strict. The GPU half of each case needs a GPU; what is tested here is the half a CPU machine
+(an H200 with torch 2.11): the emulator's own reads of torch.cuda and its own torch calls on the
+GPU are not the project's CUDA uses under --strict; the CUDA backing needs device identity. The GPU half of each case needs a GPU; what is tested here is the half a CPU machine
 can hold to it: who is blamed for a read of torch.cuda."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import transplant.emulate.strict as strict
 
 where = os.path.join(os.path.dirname(strict.__file__), "backing_reads.py")
 namespace = {"torch": torch}
-exec(compile("def gpus():\\n    return torch.cuda.device_count()\\n", where, "exec"), namespace)
+code = "def gpus():\\n    return torch.cuda.device_count()\\ndef gpu():\\n    return torch.device('cuda', 0)\\n"
+exec(compile(code, where, "exec"), namespace)
 
 def attempt(label, action):
     try:
@@ -35,6 +36,7 @@ def attempt(label, action):
         print(label, type(exc).__name__)
 
 attempt("emulator", lambda: namespace["gpus"]())
+attempt("emulator's call", lambda: namespace["gpu"]())
 attempt("getattr", lambda: getattr(torch.cuda, "device_count"))
 attempt("own", lambda: torch.cuda.device_count())
 """
@@ -43,7 +45,12 @@ attempt("own", lambda: torch.cuda.device_count())
 def test_strict_blames_the_reader_of_torch_cuda_not_the_line_that_led_the_emulator_there(tmp_path):
     (tmp_path / "reads.py").write_text(INTERNAL)
     proc = emulate(["--strict", "reads.py"], tmp_path)
-    assert proc.stdout.split("\n")[:3] == ["emulator ok", "getattr EmulationError", "own EmulationError"]
+    assert proc.stdout.split("\n")[:4] == [
+        "emulator ok",
+        "emulator's call ok",
+        "getattr EmulationError",
+        "own EmulationError",
+    ]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("transplant emulate: error:")]
     lines = INTERNAL.splitlines()
     expected = [
@@ -52,3 +59,12 @@ def test_strict_blames_the_reader_of_torch_cuda_not_the_line_that_led_the_emulat
     assert [int(e.split("reads.py:")[1].split(":")[0]) for e in errors] == expected, errors
     assert all("torch.cuda.device_count" in e for e in errors)
     assert proc.returncode == 1
+
+
+def test_the_cuda_backing_without_device_identity_is_refused_in_one_line(tmp_path):
+    (tmp_path / "noop.py").write_text("print('ran')\n")
+    proc = emulate(["--backing", "cuda", "--no-device-identity", "noop.py"], tmp_path)
+    assert proc.returncode != 0 and "ran" not in proc.stdout
+    assert proc.stderr.strip().splitlines() == [
+        "transplant emulate: error: --backing cuda needs device identity: drop --no-device-identity (or use --backing cpu)"
+    ]

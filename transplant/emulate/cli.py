@@ -180,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.path[0] = str(args.script.resolve().parent)  # as `python SCRIPT` has it
     sys.path.insert(1, str(SHIM))  # before torch is imported: its autoload finds the emulated torch_npu
     if args.backing == "cuda":
+        if not args.device_identity:
+            # ATen takes the renamed PrivateUse1 ("npu") for this process's accelerator before CUDA,
+            # and the autograd engine then fails every backward pass on GPU tensors (an internal
+            # assertion on streams, with or without a device guard for npu; seen on an H200 with torch 2.11)
+            return _fail("--backing cuda needs device identity: drop --no-device-identity (or use --backing cpu)")
         import torch
 
         if not torch.cuda.is_available():

@@ -166,8 +166,6 @@ def install(backing: Backing) -> None:
 
         identity.install(backing.device())
     else:
-        if backing.kind != "cpu":
-            _device_guard()
         _methods(backing)
     _amp(backing)
     _loading(backing)
@@ -183,18 +181,6 @@ def _accelerator(backing: Backing) -> None:
         return torch.device(backing.kind)
 
     torch._C._get_accelerator = accelerator
-
-
-def _device_guard() -> None:
-    """A device guard and hooks for "npu" (PrivateUse1) where no tensor is ever on it. Once the backend
-    has a name, ATen's getAccelerator() answers PrivateUse1 before it looks at CUDA, and the autograd
-    engine asks that accelerator's device guard for its streams in every backward pass on GPU tensors:
-    without one, backward raises "PyTorch is not linked with support for npu devices". The CPU build
-    of torch has no accelerator of its own, and its engine never asks (seen on an H200, torch 2.11)."""
-    from torch.utils import backend_registration
-
-    torch._C._acc.register_python_privateuseone_hook(backend_registration._DummyPrivateUse1Hook())
-    torch._C._acc.register_python_privateuseone_device_guard(backend_registration._DummyDeviceGuard())
 
 
 def _methods(backing: Backing) -> None:

@@ -29,6 +29,13 @@ from . import EmulationError
 
 _CUDA_DEVICE = re.compile(r"cuda(?::\d+)?\Z")
 _HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")  # transplant/
+# the emulator's modules that only pass a call on (the checks, the summary, the device mode and the
+# wrappers that translate npu arguments): the code behind them made the call; any other module of
+# the emulator making a call is the emulator's own doing (torch_npu.npu's functions on a CUDA
+# backing, the NPU kernels of device identity computing on the backing)
+_PASS_ON = tuple(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("strict.py", "summary.py", "devices.py")
+)
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__))
 _OVERRIDES = os.path.join(_TORCH, "overrides.py")
 
@@ -60,12 +67,12 @@ class Checker:
         return own
 
     def caller(self) -> types.FrameType | None:
-        """The frame that made the current call, past the emulator and torch's dispatch, when the
-        project's own code made it; else None."""
+        """The frame that made the current call, past the emulator's checks and wrappers and torch's
+        dispatch, when the project's own code made it; else None."""
         frame: types.FrameType | None = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if not (filename.startswith((_HERE, "<frozen")) or filename == _OVERRIDES):
+            if not (filename in _PASS_ON or filename.startswith("<frozen") or filename == _OVERRIDES):
                 break
             frame = frame.f_back
         return frame if frame is not None and self._is_own(frame.f_code.co_filename) else None
