@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"(the default; --no-device-identity or {IDENTITY_ENV}=0: they are tensors of the backing device)",
     )
     p.add_argument(
+        "--transfer-to-npu",
+        action="store_true",
+        default=os.environ.get("TORCH_TRANSFER_TO_NPU") == "1",
+        help="run an unconverted CUDA program as torch_npu's zero-edit runtime migration runs it "
+        "(TORCH_TRANSFER_TO_NPU=1: torch.cuda is torch_npu.npu, 'cuda' given to the APIs it wraps is 'npu')",
+    )
+    p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -171,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[STRICT_ENV] = "1" if args.strict else "0"
     os.environ[IDENTITY_ENV] = "1" if args.device_identity else "0"
     os.environ[QUIET_ENV] = "1" if args.quiet else "0"
+    if args.transfer_to_npu:  # read where the emulated torch_npu is imported, as torch_npu reads it
+        os.environ["TORCH_TRANSFER_TO_NPU"] = "1"
     # the shim goes first on the path of this process and of the processes the program starts
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM), os.environ.get("PYTHONPATH")) if p)
     what = f"-m {args.module}" if args.module else str(args.script)

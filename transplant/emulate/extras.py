@@ -123,7 +123,8 @@ def build(backing: Backing) -> dict:
             "torch_npu.profiler", "torch.profiler on the backing device", **_profiler(backing)
         ),
         "torch_npu.optim": module("torch_npu.optim", "fused NPU optimizers: torch.optim's", **optimizers),
-        "torch_npu.contrib": module("torch_npu.contrib", "", module=contrib_module),
+        # a package, so that its transfer_to_npu is found when imported (transfer.Finder)
+        "torch_npu.contrib": module("torch_npu.contrib", "", module=contrib_module, __path__=[]),
         "torch_npu.contrib.module": contrib_module,
         "torch_npu.utils": module(
             "torch_npu.utils", "", cpp_extension=cpp_extension, get_cann_version=lambda module="CANN": "emulated"

@@ -80,3 +80,8 @@ def activate(torch_npu: types.ModuleType) -> None:
     summary.install(modules)
     torch._register_device_module("npu", modules["torch_npu.npu"])
     accelerator.install(modules["torch_npu.npu"])
+    from . import transfer
+
+    sys.meta_path.insert(0, transfer.Finder())  # import torch_npu.contrib.transfer_to_npu
+    if transfer.requested():  # TORCH_TRANSFER_TO_NPU=1, as torch_npu's optional features read it
+        transfer.install(torch_npu)

@@ -123,6 +123,7 @@ class _CudaModule(types.ModuleType):
 
 
 _checker: Checker | None = None
+_state: dict[str, bool] = {}
 
 
 def install(checker: Checker) -> None:
@@ -153,7 +154,7 @@ def install(checker: Checker) -> None:
 
     class GradScaler(base_scaler):
         def __init__(self, device="cuda", *args, **kwargs):
-            if device == "cuda":
+            if device == "cuda" and not _state.get("migrated"):
                 checker.use('GradScaler for "cuda" (torch.amp.GradScaler\'s default device)')
             super().__init__(device, *args, **kwargs)
 
@@ -164,6 +165,17 @@ def install(checker: Checker) -> None:
     if dist.is_available():
         for name in ("init_process_group", "new_group"):
             setattr(dist, name, _no_nccl(checker, getattr(dist, name), 0 if name == "init_process_group" else 2))
+
+
+def migrated() -> None:
+    """Under torch_npu's runtime migration (transfer.py) torch.cuda is torch_npu.npu: reading it is
+    no CUDA use, nor is a GradScaler for "cuda" (its availability check reads torch.cuda.amp, which
+    is torch_npu's then). What the migration does not wrap (torch.amp.autocast("cuda"), which casts
+    nothing on an NPU, a "cuda" string given to another API) still is one."""
+    _state["migrated"] = True
+    for name, module in list(sys.modules.items()):
+        if (name == "torch.cuda" or name.startswith("torch.cuda.")) and type(module) is _CudaModule:
+            module.__class__ = types.ModuleType  # type: ignore[assignment]  # back to a plain module
 
 
 def _no_nccl(checker: Checker, function, position: int):

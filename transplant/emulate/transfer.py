@@ -1,0 +1,308 @@
+"""torch_npu's runtime migration over the emulated torch_npu: ``TORCH_TRANSFER_TO_NPU=1`` (or
+``import torch_npu.contrib.transfer_to_npu``, or ``transplant emulate --transfer-to-npu``) runs an
+unconverted CUDA program as torch_npu's zero-edit path runs it on an NPU.
+
+What the migration changes is a list of facts read from torch_npu's source (``SOURCE``); this
+module applies each of them to the emulated stack, in torch_npu's order, so that what the runtime
+path misses (a device test on ``x.device.type``, a "cuda" string given to an API it does not wrap,
+``torch.amp.GradScaler()``'s default device, a CUDA-only library) shows here as it would on an NPU.
+Not reproduced: the wrapping of third-party library functions listed in torch_npu's own
+``apis_config.json`` (its content is release data this package does not ship) and the reset of
+dynamo's disallowed-callable ids (dynamo is not run by the emulation: compiling.py).
+
+This module owns the migration only; devices.py still turns "npu" into the backing device.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import os
+import sys
+import types
+import warnings
+from typing import Any, Callable
+
+import torch
+
+ENV = "TORCH_TRANSFER_TO_NPU"
+SOURCE = (
+    "Ascend/pytorch torch_npu/contrib/transfer_to_npu.py (commit 69ada4e; the older 023ee49 lacks the "
+    "Generator proxy, default_stream, init_device_mesh, _new_group_with_tag, CUDAGraph and the cuda "
+    "entry of the default device-backend map); TORCH_TRANSFER_TO_NPU: torch_npu/_init/core/optional_features.py"
+)
+
+# torch functions whose device arguments the migration rewrites
+TORCH_FUNCTIONS = (
+    "logspace", "randint", "hann_window", "rand", "full_like", "ones_like", "rand_like", "randperm", "arange",
+    "frombuffer", "normal", "_empty_per_channel_affine_quantized", "empty_strided", "empty_like", "scalar_tensor",
+    "tril_indices", "bartlett_window", "ones", "sparse_coo_tensor", "randn", "kaiser_window", "tensor",
+    "triu_indices", "as_tensor", "zeros", "randint_like", "full", "eye", "_sparse_csr_tensor_unsafe", "empty",
+    "_sparse_coo_tensor_unsafe", "blackman_window", "zeros_like", "range", "sparse_csr_tensor", "randn_like",
+    "from_file", "_cudnn_init_dropout_state", "_empty_affine_quantized", "linspace", "hamming_window",
+    "empty_quantized", "_pin_memory", "autocast", "load", "set_default_device",
+)  # fmt: skip
+TENSOR_METHODS = (
+    "new_empty",
+    "new_empty_strided",
+    "new_full",
+    "new_ones",
+    "new_tensor",
+    "new_zeros",
+    "to",
+    "pin_memory",
+)
+MODULE_METHODS = ("to", "to_empty")
+CUDA_FUNCTIONS = (
+    "get_device_properties", "get_device_name", "get_device_capability", "list_gpu_processes", "set_device",
+    "synchronize", "mem_get_info", "memory_stats", "memory_summary", "memory_allocated", "max_memory_allocated",
+    "reset_max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_max_memory_cached",
+    "reset_peak_memory_stats", "default_stream",
+)  # fmt: skip
+DEVICE_KEYWORDS = ("device", "device_type", "map_location", "device_id")
+# torch.<left> takes every public name of torch_npu.<right>
+NAMESPACES = (
+    ("cuda", "npu"),
+    ("cuda.amp", "npu.amp"),
+    ("cuda.random", "npu.random"),
+    ("cuda.amp.autocast_mode", "npu.amp.autocast_mode"),
+    ("cuda.amp.common", "npu.amp.common"),
+    ("cuda.amp.grad_scaler", "npu.amp.grad_scaler"),
+)
+ORDINAL_METHODS = ("to", "to_empty")  # where a positional int is a device too
+
+
+def requested() -> bool:
+    """Whether the environment asks for the migration, as torch_npu reads it: "1" yes, "0" or unset
+    no, anything else an error."""
+    value = os.environ.get(ENV, "0")
+    if value not in ("0", "1"):
+        raise ValueError(f"Invalid value for {ENV}: {value}. Only '0' or '1' is supported.")
+    return value == "1"
+
+
+# ----------------------------------------------------------------------------- the device rewrites
+
+
+def _device_struct(value: torch.device) -> torch.device:
+    return torch.device("npu") if value.index is None else torch.device(f"npu:{value.index}")
+
+
+def _names(mapping: dict) -> dict:
+    return {
+        (k.replace("cuda", "npu") if isinstance(k, str) else k): (v.replace("cuda", "npu") if isinstance(v, str) else v)
+        for k, v in mapping.items()
+    }
+
+
+def _positional(value, ordinals: bool):
+    """An argument as the migration leaves it: any string holding "cuda" has it replaced (a substring
+    replacement, so "cuda:1" and "cpu:gloo,cuda:nccl" alike), a CUDA torch.device becomes the NPU of
+    the same index, a dict's string keys and values are rewritten, and an int is an NPU id only for
+    ``to``/``to_empty``."""
+    if isinstance(value, str) and "cuda" in value:
+        return value.replace("cuda", "npu")
+    if isinstance(value, torch.device) and "cuda" in value.type:
+        return _device_struct(value)
+    if ordinals and isinstance(value, int) and not isinstance(value, bool):
+        return f"npu:{value}"
+    if isinstance(value, dict):
+        return _names(value)
+    return value
+
+
+def _keyword(value):
+    """A device keyword's value (exact types, as torch_npu compares them): an int is an NPU id."""
+    if type(value) is str and "cuda" in value:
+        return value.replace("cuda", "npu")
+    if type(value) is torch.device and "cuda" in value.type:
+        return _device_struct(value)
+    if type(value) is int:
+        return f"npu:{value}"
+    if type(value) is dict:
+        return _names(value)
+    return value
+
+
+def moving(function: Callable) -> Callable:
+    """``function`` with its device arguments rewritten to the NPU."""
+    ordinals = getattr(function, "__name__", "") in ORDINAL_METHODS
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        args = tuple(_positional(a, ordinals) for a in args)
+        for key in DEVICE_KEYWORDS:
+            if kwargs.get(key) is not None:
+                kwargs[key] = _keyword(kwargs[key])
+        ids = kwargs.get("device_ids")
+        if type(ids) is list:
+            ids[:] = [_positional(i, ordinals) for i in ids]
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _wrap_all(owner: Any, names: tuple[str, ...]) -> None:
+    for name in names:
+        function = getattr(owner, name, None)
+        if function:
+            setattr(owner, name, moving(function))
+
+
+def hccl(function: Callable) -> Callable:
+    """``function`` with "nccl" replaced by "hccl" in its string arguments and ``backend=``."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        args = tuple(a.replace("nccl", "hccl") if type(a) is str and "nccl" in a else a for a in args)
+        backend = kwargs.get("backend")
+        if type(backend) is str and "nccl" in backend:
+            kwargs["backend"] = backend.replace("nccl", "hccl")
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+# ----------------------------------------------------------------------------- the patches
+
+
+def _namespaces() -> None:
+    for left, right in NAMESPACES:
+        source = sys.modules.get(f"torch_npu.{right}")
+        if source is None:
+            continue
+        target: Any = torch
+        for part in left.split("."):
+            target = getattr(target, part)
+        for name in dir(source):
+            if not name.startswith("__"):
+                setattr(target, name, getattr(source, name))
+
+
+def _profiler(torch_npu: types.ModuleType) -> None:
+    import torch.profiler
+
+    npu_profiler = torch_npu.profiler
+    for name in ("profile", "schedule", "tensorboard_trace_handler", "ProfilerAction"):
+        setattr(torch.profiler, name, getattr(npu_profiler, name))
+    try:  # a pybind11 enum of torch's: torch_npu sets its members all the same
+        torch.profiler.ProfilerActivity.CUDA = npu_profiler.ProfilerActivity.NPU  # type: ignore[misc]
+        torch.profiler.ProfilerActivity.CPU = npu_profiler.ProfilerActivity.CPU  # type: ignore[misc]
+    except (AttributeError, TypeError):
+        pass
+    profile = torch.profiler.profile
+    npu_config = getattr(npu_profiler, "_ExperimentalConfig", None)
+
+    @functools.wraps(profile)
+    def profile_without_cuda_config(*args, **kwargs):
+        config = kwargs.get("experimental_config")
+        if "experimental_config" in kwargs and (npu_config is None or type(config) is not npu_config):
+            warnings.warn(
+                "experimental_config of torch.profiler.profile was dropped by transfer_to_npu: it is CUDA's; "
+                "use torch_npu.profiler._ExperimentalConfig",
+                stacklevel=2,
+            )
+            del kwargs["experimental_config"]
+        return profile(*args, **kwargs)
+
+    torch.profiler.profile = profile_without_cuda_config  # type: ignore[misc,assignment]  # as torch_npu does
+
+
+class _Generator(torch.Generator):
+    def __new__(cls, device="cpu"):
+        return super().__new__(cls, _positional(device, False))
+
+
+def _distributed() -> None:
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    dist.init_process_group = hccl(dist.init_process_group)
+    dist.is_nccl_available = dist.is_hccl_available  # type: ignore[attr-defined]  # (devices.py adds it)
+    dist.ProcessGroup._get_backend = moving(dist.ProcessGroup._get_backend)  # type: ignore[method-assign]
+    from torch.distributed.fsdp import fully_sharded_data_parallel as fsdp
+
+    fsdp.FullyShardedDataParallel.__init__ = moving(fsdp.FullyShardedDataParallel.__init__)  # type: ignore[method-assign]
+    dist.Backend.default_device_backend_map.pop("cuda", None)
+    from torch.distributed import device_mesh
+
+    device_mesh.init_device_mesh = moving(device_mesh.init_device_mesh)
+    c10d = dist.distributed_c10d
+    if hasattr(c10d, "_new_group_with_tag"):
+        c10d._new_group_with_tag = hccl(c10d._new_group_with_tag)
+
+
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import torch_npu.contrib.transfer_to_npu`` applies the migration, as the real module's import does."""
+
+    NAME = "torch_npu.contrib.transfer_to_npu"
+
+    def find_spec(self, fullname, path, target=None):
+        return importlib.util.spec_from_loader(fullname, self) if fullname == self.NAME else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        install(sys.modules["torch_npu"])
+
+
+def install(torch_npu: types.ModuleType) -> None:
+    """Apply the runtime migration (once per process; the emulated torch_npu must be complete)."""
+    if getattr(install, "done", False):
+        return
+    install.done = True  # type: ignore[attr-defined]
+    from . import strict
+
+    strict.migrated()  # names the migration answers for are no CUDA use any more
+    _namespaces()
+    _wrap_all(torch.cuda, CUDA_FUNCTIONS)
+    cuda_device: Any = torch.cuda.device
+    cuda_device.__init__ = moving(cuda_device.__init__)
+    _profiler(torch_npu)
+    _wrap_all(torch, TORCH_FUNCTIONS)
+    storage: Any = torch.UntypedStorage
+    storage.__new__ = moving(storage.__new__)
+    torch.Generator = _Generator  # type: ignore[misc]
+    _wrap_all(torch.Tensor, TENSOR_METHODS)
+    tensor: Any = torch.Tensor
+    tensor.cuda = tensor.npu
+    tensor.is_cuda = tensor.is_npu
+    torch.cuda.DoubleTensor = torch_npu.npu.FloatTensor  # type: ignore[attr-defined]  # as torch_npu does
+    _wrap_all(torch.nn.Module, MODULE_METHODS)
+    module: Any = torch.nn.Module
+    module.cuda = module.npu
+    _distributed()
+    graph = getattr(torch_npu.npu, "NPUGraph", None)
+    if graph is not None:
+        torch.cuda.CUDAGraph = graph  # type: ignore[misc]
+    ddp: Any = torch.nn.parallel.DistributedDataParallel
+    ddp.__init__ = moving(ddp.__init__)
+    import torch.utils._device as device_context
+
+    context: Any = device_context.DeviceContext
+    context.__init__ = moving(context.__init__)
+    warnings.warn(
+        "torch.jit.script and torch.jit.script_method will be disabled by transfer_to_npu",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    torch.jit.script = lambda obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None: obj
+    torch.jit.script_method = lambda fn: fn
+    import torch.utils._triton as triton_utils
+
+    triton_utils.has_triton = lambda: False  # type: ignore[assignment]
+    from torch.nn import parameter
+
+    allowed = parameter.UninitializedTensorMixin._allowed_methods  # type: ignore[attr-defined]  # (not exported)
+    for i, method in enumerate(allowed):
+        if getattr(method, "__name__", "") == "to":
+            allowed[i] = torch.Tensor.to
+            break
+    print(
+        "transplant emulate: torch_npu's runtime migration (transfer_to_npu) is on: torch.cuda is torch_npu.npu",
+        file=sys.stderr,
+        flush=True,
+    )
