@@ -208,7 +208,7 @@ def run_launcher(root: Path, bin_dir: Path, **env: str) -> subprocess.CompletedP
         text=True,
         env=full,
         cwd="/",
-        timeout=30,
+        timeout=300,
     )
 
 
@@ -313,7 +313,7 @@ def test_launch_script_rejects_bad_machine_settings(tmp_path, env, complaint):
         ["bash", str(root / LAUNCH_SCRIPT)],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=300,
         env={**os_env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env},
     )
     assert proc.returncode == 2 and complaint in proc.stderr, proc.stderr

@@ -103,7 +103,7 @@ def test_a_missing_path_is_named_alone(capsys, argv, missing):
 
 def test_bare_emulate_asks_for_the_script():
     proc = subprocess.run(
-        [sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True, cwd=REPO, timeout=60
+        [sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     assert proc.returncode == 2
     assert proc.stderr == (

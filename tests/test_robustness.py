@@ -12,7 +12,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -500,74 +499,7 @@ def test_a_worker_that_dies_costs_only_its_file(tmp_path, capsys, monkeypatch):
 
 
 # --------------------------------------------------------------------------- interruption
-
-
-def _slow_project(root: Path) -> Path:
-    body = "import torch\n" + "".join(
-        f"def f{i}(x):\n    torch.cuda.synchronize()\n    return x.cuda() + {i}\n" for i in range(100)
-    )
-    for i in range(40):
-        (root / f"m{i}.py").write_text(body)
-    return root
-
-
-def _start(tmp_path: Path, jobs: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "transplant",
-            "-i",
-            str(tmp_path / "proj"),
-            "-o",
-            str(tmp_path / "out"),
-            "-j",
-            jobs,
-            "-q",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-
-
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_ctrl_c_stops_quickly_with_one_line(tmp_path, jobs):
-    (tmp_path / "proj").mkdir()
-    _slow_project(tmp_path / "proj")
-    proc = _start(tmp_path, jobs)
-    time.sleep(0.7)
-    assert proc.poll() is None, "the run finished before it could be interrupted; make the project bigger"
-    start = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)  # like Ctrl-C: the whole process group
-    _, err = proc.communicate(timeout=20)
-    assert time.monotonic() - start < 5
-    assert proc.returncode == 130
-    assert err.decode().strip() == "transplant: interrupted; no result was written"
-    assert not (tmp_path / "out" / "proj_msft").exists()
-    assert no_staging_left(tmp_path / "out")
-
-
-def test_killed_run_leaves_only_staging_which_the_next_run_removes(tmp_path):
-    (tmp_path / "proj").mkdir()
-    _slow_project(tmp_path / "proj")
-    proc = _start(tmp_path, "1")
-    out = tmp_path / "out"
-    deadline = time.monotonic() + 10
-    while not list(out.glob(".proj_msft.*.partial")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
-    assert proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=10)
-    stale = list(out.glob(".proj_msft.*.partial"))
-    assert len(stale) == 1 and not (out / "proj_msft").exists()
-
-    # a run that is still alive keeps its staging folder; a dead one's is removed
-    alive = out / f".proj_msft.{os.getpid()}.keep0000.partial"
-    alive.mkdir()
-    runner.remove_stale_staging(out)
-    assert not stale[0].exists() and alive.exists()
+# Ctrl-C, SIGTERM and SIGKILL in the middle of a run: tests/test_interrupt.py
 
 
 # --------------------------------------------------------------------------- the result folder (issue 19)
@@ -693,7 +625,7 @@ def test_in_place_disk_full_leaves_the_file_intact(sources, capsys, monkeypatch)
 def test_stdin_that_cannot_be_parsed_is_echoed_unchanged(tmp_path):
     pytest.importorskip("transplant.filemodes")
     data = CONTENTS["deep_parens.py"][0]
-    proc = subprocess.run([sys.executable, "-m", "transplant", "-"], input=data, capture_output=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "transplant", "-"], input=data, capture_output=True, timeout=120)
     assert proc.stdout == data
     assert b"Traceback" not in proc.stderr
     assert b"nested too deeply" in proc.stderr
