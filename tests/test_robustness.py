@@ -8,6 +8,7 @@ import builtins
 import errno
 import hashlib
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -115,6 +116,41 @@ def test_unreadable_file_inside_is_reported_and_run_continues(project, tmp_path,
     assert (result / "train.py").read_bytes() != CUDA  # the rest was converted
     assert not (result / "secret.py").exists()
     assert "secret.py" in out and "Traceback" not in out + err
+    # counted once: it could not be read, and then not copied either (one file, not two)
+    assert re.search(r"files that could not be parsed +1\n", out), out
+    assert err.count("secret.py") == 1, err  # the one warning: cannot copy
+    rc, _, _ = run(capsys, "-i", str(project), "-o", str(tmp_path / "out"), "--force", "--strict-exit")
+    assert rc == 1  # CI's choice: a file that could not be converted fails the run
+
+
+# --------------------------------------------------------------------------- exit status and empty input
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize(
+    "files, said",
+    [({}, "is empty"), ({"README.md": "hi\n", "run.sh": "nvidia-smi\n"}, "has no Python file or notebook")],
+    ids=["empty", "no-python"],
+)
+def test_an_input_with_nothing_to_convert_is_warned(tmp_path, capsys, files, said, strict):
+    src = tmp_path / "proj"
+    src.mkdir()
+    for name, text in files.items():
+        (src / name).write_text(text)
+    rc, out, err = run(capsys, "-i", str(src), "-o", str(tmp_path / "out"), *(["--strict-exit"] if strict else []))
+    assert rc == (1 if strict else 0)
+    assert err == f"warning: input {src} {said}\n"
+    assert (tmp_path / "out" / "proj_msft" / "change_list.csv").exists()  # the (empty) result is written
+
+
+def test_strict_exit_is_1_only_for_files_that_could_not_be_converted(project, tmp_path, capsys):
+    rc, _, _ = run(capsys, "-i", str(project), "-o", str(tmp_path / "out"), "--strict-exit")
+    assert rc == 0  # converted, with findings: a complete run
+    (project / "broken.py").write_bytes(b"def f(:\n    x.cuda()\n")
+    rc, out, _ = run(capsys, "-i", str(project), "-o", str(tmp_path / "out"), "--force")
+    assert rc == 0 and re.search(r"files that could not be parsed +1\n", out)
+    rc, _, _ = run(capsys, "-i", str(project), "-o", str(tmp_path / "out"), "--force", "--strict-exit")
+    assert rc == 1
 
 
 def _failing_copy(path: Path, real):

@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes (default: number of cores; 1 runs in-process)",
     )
     p.add_argument("--force", action="store_true", help="replace an existing result folder")
+    p.add_argument(
+        "--strict-exit",
+        action="store_true",
+        help="exit 1 when a file could not be converted (unreadable, does not parse) or the input has no Python file",
+    )
     p.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary table")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -262,6 +267,7 @@ def _main(argv: list[str]) -> int:
         distributed_main=dist.main if dist is not None else None,
         distributed_target=dist.target if dist is not None else "model",
         debug=args.debug,
+        strict_exit=args.strict_exit,
     )
     if accuracy is not None:
         from .accuracy.cli import options_from
