@@ -88,12 +88,62 @@ def test_help_names_every_mode_and_the_distributed_options(capsys):
         assert words in out, words
 
 
+def test_no_arguments_give_a_short_hint(capsys):
+    assert main([]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.startswith("usage: transplant -i PROJECT -o OUT")
+    assert cap.err.splitlines()[-1] == "try 'transplant --help' for every mode and option"
+    assert len(cap.err.splitlines()) < 8  # a hint, not the help
+
+
+def _emulate_and_compare_options() -> tuple[set[str], set[str]]:
+    from transplant.accuracy.compare import build_parser as compare_parser
+    from transplant.emulate.cli import build_parser as emulate_parser
+
+    def flags(parser) -> set[str]:
+        return {a.option_strings[0] for a in parser._actions if a.option_strings and a.dest != "help"}
+
+    return flags(emulate_parser()), flags(compare_parser())
+
+
+def test_help_lines_of_emulate_and_compare_name_their_options(capsys):
+    assert main(["--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    emulate_options, compare_options = _emulate_and_compare_options()
+    at = next(i for i, l in enumerate(lines) if l.startswith("  transplant emulate"))
+    emulate_line = lines[at] + lines[at + 1]
+    compare_line = next(l for l in lines if l.startswith("  transplant compare"))
+    for flag in emulate_options - {"-m"}:
+        spelled = "--no-device-identity" if flag == "--device-identity" else flag
+        assert spelled in emulate_line, flag
+    for flag in compare_options:
+        assert flag in compare_line, flag
+
+
+def test_lsp_help_says_what_it_does_and_its_options(capsys):
+    assert main(["lsp", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: transplant lsp [--stdio]\n")
+    for words in ("language server", "--check", "code actions", "[tool.transplant]", "--stdio", "-h, --help"):
+        assert words in out, words
+
+
+def test_option_help_reads_as_the_docs_table():
+    """The help of each repository-mode option says what docs/command-line.md's table says."""
+    from transplant.cli import build_parser
+
+    table = (REPO / "docs" / "command-line.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(-[\w-]+)`(?:, `[\w-]+`)? \| (.+?) \|$", table, re.M))
+    helps = {a.option_strings[0]: a.help for a in build_parser()._actions if a.option_strings}
+    assert rows["-q"] == helps["-q"] == "no progress bar, warnings or summary"
+
+
 @pytest.mark.parametrize(
     ("argv", "missing"),
     [
         (["-i", "proj"], "-o/--output"),
         (["-o", "out"], "-i/--input"),
-        ([], "-i/--input, -o/--output"),
+        (["-q"], "-i/--input, -o/--output"),
     ],
 )
 def test_a_missing_path_is_named_alone(capsys, argv, missing):

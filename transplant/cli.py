@@ -29,15 +29,16 @@ modes:
   transplant -i PROJECT -o OUT [options] accuracy -m MAIN.py [-t MODEL] [--steps 0,1] [--level both]
                                                   [--data statistics]
       two instrumented trees (original and converted) whose msprobe dumps can be compared
-  transplant compare --golden BENCH_DUMP --target NPU_DUMP
+  transplant compare --golden BENCH_DUMP --target NPU_DUMP [-o FOLDER] [--format text|json]
       compare the dumps of the two accuracy runs with msprobe (needs the accuracy extra)
   transplant --check|--diff|--in-place PATH...
       files and folders where they are (pre-commit, editors, CI)
   transplant [--check|--diff] [--stdin-filename NAME] - < FILE
       source on standard input; the converted source (or the report, or the diff) on standard output
   transplant lsp
-      the language server for editors, on stdin/stdout (needs the lsp extra)
-  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [-q] SCRIPT|-m MODULE [ARGS...]
+      the language server for editors, on stdin/stdout (needs the lsp extra; see 'transplant lsp --help')
+  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [--force-emulation] [-q]
+                     SCRIPT|-m MODULE [ARGS...]
       run a converted program with torch_npu emulated on the CPU or a CUDA GPU (runs your code)
   transplant test-rules [RULES.json...]
       check the examples that rule entries carry (the built-in rules when no file is named)
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when a file could not be converted (unreadable, does not parse) or the input has no Python file",
     )
     p.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary table")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, warnings or summary")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     p.add_argument("--version", action="version", version=f"transplant {__version__}")
     # file modes (issue 4)
@@ -178,8 +179,18 @@ def _options(args: argparse.Namespace) -> RuleOptions:
     )[0]
 
 
+SHORT_USAGE = """\
+usage: transplant -i PROJECT -o OUT [options]        convert a repository
+       transplant --check|--diff|--in-place PATH...  files where they are
+       transplant emulate|compare|lsp|test-rules ...   the other modes
+try 'transplant --help' for every mode and option"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # a first try: a hint, not the full help or an error about -i/-o
+        print(SHORT_USAGE, file=sys.stderr)
+        return EXIT_USAGE
     if argv[:1] == ["emulate"]:  # runs user code: kept apart from the converter (transplant/emulate/)
         from .emulate.cli import main as emulate
 
