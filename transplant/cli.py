@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 from .codecache import compiled_dataclasses
@@ -164,19 +164,39 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None, str | 
     return argv, None, None
 
 
-def _options(args: argparse.Namespace) -> RuleOptions:
-    """The [tool.transplant] table of the project (the input's for -i, else the current folder's),
-    overridden by the flags given."""
-    from .settings import project_options
-
-    start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
-    return project_options(
-        start,
+def _flags(args: argparse.Namespace) -> dict:
+    """The command-line flags that override [tool.transplant]."""
+    return dict(
         rules=args.rule,
         specify_device=args.specify_device,
         similar=args.similar,
         pytorch_version=args.pytorch_version,
-    )[0]
+    )
+
+
+def _options(args: argparse.Namespace) -> RuleOptions:
+    """The [tool.transplant] table of the input's project (-i), overridden by the flags given."""
+    from .settings import project_options
+
+    start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
+    return project_options(start, **_flags(args))[0]
+
+
+def _options_at(args: argparse.Namespace) -> Callable[[Path], RuleOptions]:
+    """For file modes: the options of the project a file belongs to (the nearest pyproject.toml at
+    or above its folder, as ruff and the language server find it), overridden by the flags given."""
+    from .settings import find_pyproject, options_for, read_table
+
+    flags = _flags(args)
+    tables: dict[Path | None, RuleOptions] = {}
+
+    def at(folder: Path) -> RuleOptions:
+        path = find_pyproject(folder)
+        if path not in tables:
+            tables[path] = options_for(read_table(path) if path is not None else {}, **flags)
+        return tables[path]
+
+    return at
 
 
 SHORT_USAGE = """\
@@ -245,7 +265,6 @@ def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(head)
     dist = build_distributed_parser().parse_args(tail) if mode == "distributed" else None
     accuracy = build_accuracy_parser().parse_args(tail) if mode == "accuracy" else None
-    options = _options(args)
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
 
@@ -255,7 +274,7 @@ def _main(argv: list[str]) -> int:
             return _fail(f"-i/-o/{mode or 'distributed'} cannot be combined with --check/--diff/--in-place/-")
         from .filemodes import run_file_mode
 
-        return run_file_mode(args, options)
+        return run_file_mode(args, _options_at(args))
     if args.paths:
         return _fail(
             "unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)"
@@ -269,7 +288,7 @@ def _main(argv: list[str]) -> int:
     config = Config(
         input=args.input,
         output=args.output,
-        rule_options=options,
+        rule_options=_options(args),
         jobs=args.jobs,
         force=args.force,
         prefilter=not args.no_prefilter,
