@@ -176,3 +176,29 @@ def test_the_pre_commit_snippet_pins_a_revision_that_exists():
     else:
         assert not tags.stdout.split(), "a release is tagged: name it in the snippet"
         assert "pin a commit (git rev-parse HEAD" in text
+
+
+def test_emulate_without_pytorch_says_how_to_get_the_cpu_wheel(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # a Python without PyTorch
+        "import importlib.util; real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)\n"
+        f"from transplant.cli import main; raise SystemExit(main(['emulate', {str(script)!r}]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "PyTorch is not installed" in proc.stderr
+    assert "-m pip install torch --index-url https://download.pytorch.org/whl/cpu" in proc.stderr
+
+
+def test_readme_never_rewrites_the_shipped_example_in_place():
+    """A reader who runs README's commands in the clone keeps examples/ as shipped."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = [l.split("#")[0] for l in text.splitlines() if "--in-place" in l.split("#")[0]]
+    assert lines, "README shows --in-place somewhere"
+    for line in lines:
+        command = line.split("&&")[-1]
+        paths = [w for w in command.split()[1:] if not w.startswith("-") and "`" not in w]
+        assert paths and not any(p.startswith("examples/") for p in paths), line
