@@ -202,3 +202,24 @@ def test_readme_never_rewrites_the_shipped_example_in_place():
         command = line.split("&&")[-1]
         paths = [w for w in command.split()[1:] if not w.startswith("-") and "`" not in w]
         assert paths and not any(p.startswith("examples/") for p in paths), line
+
+
+def test_the_index_page_has_the_metadata_it_shows():
+    project = PYPROJECT["project"]
+    assert project["authors"] and project["keywords"] and "npu" in project["keywords"]
+    classifiers = project["classifiers"]
+    assert all(re.fullmatch(r"[A-Z][\w /.+-]*( :: [\w /.+()-]+)+", c) for c in classifiers), classifiers
+    assert "License :: OSI Approved :: Apache Software License" in classifiers  # as LICENSE and license say
+    assert project["license"] == {"text": "Apache-2.0"} and "Apache License" in (REPO / "LICENSE").read_text()
+    # no invented addresses: an URL is named only when it is real
+    assert not any("example" in url for url in project.get("urls", {}).values())
+
+
+def test_readme_and_docs_links_resolve_in_the_source_distribution():
+    """The index page cannot show README's relative links; the sdist holds every file they name."""
+    include = PYPROJECT["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\((?!https?:|#)([^)#\s]+)", page.read_text(encoding="utf-8")):
+            rel = (page.parent / target).resolve().relative_to(REPO).as_posix()
+            assert any(rel == i or rel.startswith(i.rstrip("/") + "/") for i in include), (page.name, target)
