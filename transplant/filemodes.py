@@ -26,7 +26,9 @@ from .filekinds import detect_kind, labels, small_enough
 from .filetypes import FileResult, convert_named, file_kind
 from .project import gather
 from .pool import WORKER_DIED, run_jobs
+from . import slowfiles
 from .session import Session, load_rules
+from .slowfiles import noted_if_slow
 from .walk import walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -136,7 +138,8 @@ def _convert_target(session: Session, job: tuple[Target, bool]) -> Outcome:
         return outcome
     outcome.stamp = (st.st_size, st.st_mtime_ns)
     try:
-        result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
+        with noted_if_slow(session.slow_note, target.display, data):
+            result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
     except Exception as exc:  # a bug for this file must not stop the others; nothing is written for it
         if session.debug:
             raise
@@ -166,11 +169,18 @@ def _shown(outcome: Outcome, args: Namespace) -> list[Diagnostic]:
 
 
 def convert_targets(
-    targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool, after: bool, debug: bool = False
+    targets: list[Target],
+    options: RuleOptions,
+    *,
+    jobs: int,
+    prefilter: bool,
+    after: bool,
+    debug: bool = False,
+    slow_note: float | None = None,
 ) -> list[Outcome]:
     rules = load_rules(options)  # once, before the workers start: they inherit it, and bad -r files fail early
     facts = gather((t.display.replace(os.sep, "/"), t.path) for t in targets)  # the project-wide first pass
-    session = Session(rules, facts, prefilter=prefilter, debug=debug)
+    session = Session(rules, facts, prefilter=prefilter, debug=debug, slow_note=slow_note)
     return list(
         run_jobs(
             session,
@@ -296,7 +306,13 @@ def run_files(args: Namespace, options_at: Callable[[Path], RuleOptions], paths:
     converted: dict[int, Outcome] = {}
     for options, group in projects.items():
         outcomes = convert_targets(
-            group, options, jobs=args.jobs, prefilter=prefilter, after=args.in_place, debug=args.debug
+            group,
+            options,
+            jobs=args.jobs,
+            prefilter=prefilter,
+            after=args.in_place,
+            debug=args.debug,
+            slow_note=None if args.quiet else slowfiles.SLOW_FILE_SECONDS,
         )
         converted.update((id(target), outcome) for target, outcome in zip(group, outcomes))  # in order
     outcomes = [converted[id(t)] for t in targets]

@@ -18,6 +18,7 @@ from .filetypes import FileResult, file_kind
 from .pool import Job, results
 from .project import gather
 from .rules import RuleSet
+from . import slowfiles
 from .session import Session
 from .walk import Entry, walk
 
@@ -234,6 +235,7 @@ def _convert_tree(
         gather((job.rel, job.path) for job in jobs),  # the project-wide first pass
         prefilter=config.prefilter,
         debug=config.debug,
+        slow_note=slowfiles.SLOW_FILE_SECONDS if config.progress else None,
     )
     total = len(jobs)
     done = 0
