@@ -21,6 +21,7 @@ from goldens import check_bytes
 from transplant import distributed
 from transplant.cli import main as cli_main
 from transplant.distributed import HELPERS, LAUNCH_SCRIPT, convert_source, launch_script
+from transplant.engine import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "distributed"
 
@@ -33,6 +34,8 @@ CASES = {
     "branches": ("input/proj", "main.py", "model", "main.py"),
     "dataparallel": ("input/proj", "train.py", "model", "train.py"),  # DataParallel, fixed device indices
     "already": ("input/proj", "train.py", "model", "train.py"),  # its own init_process_group, DDP, torchrun
+    # PyTorch's DDP tutorial's shape: `device = 0` -> main(device) -> Trainer(gpu_id) -> model.to(gpu_id)
+    "tutorial": ("input/proj", "main.py", "model", "main.py"),
 }
 ALREADY = {"already"}  # distributed already: only the CUDA-specific conversion
 
@@ -208,7 +211,7 @@ def run_launcher(root: Path, bin_dir: Path, **env: str) -> subprocess.CompletedP
         text=True,
         env=full,
         cwd="/",
-        timeout=30,
+        timeout=300,
     )
 
 
@@ -313,7 +316,7 @@ def test_launch_script_rejects_bad_machine_settings(tmp_path, env, complaint):
         ["bash", str(root / LAUNCH_SCRIPT)],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=300,
         env={**os_env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env},
     )
     assert proc.returncode == 2 and complaint in proc.stderr, proc.stderr
@@ -444,6 +447,123 @@ def test_dataloader_spellings_are_recognised():
         assert f"loader = {call}(ds, batch_size=2, sampler=sampler)" in out, imports
         assert "DistributedSampler(\n    ds, num_replicas=npu_world_size(), rank=npu_rank(), shuffle=True)" in out
         assert "    sampler.set_epoch(epoch)\n" in out
+
+
+FOLLOW = """\
+import torch
+import torch_npu
+
+
+class Trainer:
+    def __init__(self, model, gpu_id):
+        self.gpu_id = gpu_id
+        self.model = model.npu(gpu_id)
+
+    def step(self, x):
+        return self.model(x.to(self.gpu_id))
+
+
+def main(device{default}):
+    model = torch.nn.Linear(2, 2)
+    trainer = Trainer({spelling})
+    trainer.step(torch.ones(2))
+
+
+if __name__ == "__main__":
+{main_block}
+"""
+
+
+@pytest.mark.parametrize(
+    "spelling", ["model, device", "model, gpu_id=device", "gpu_id=device, model=model"], ids=["pos", "kw", "kw2"]
+)
+@pytest.mark.parametrize(
+    "default, main_block",
+    [("", "    device = 0\n    main(device)"), ("", "    main(0)"), ("=0", "    main()"), ("", "    main(device=1)")],
+    ids=["variable", "literal", "default", "keyword"],
+)
+def test_an_index_is_followed_through_calls_and_constructors(spelling, default, main_block):
+    out = convert(FOLLOW.format(spelling=spelling, default=default, main_block=main_block))
+    assert "self.model = model.npu(npu_index(gpu_id))\n" in out
+    assert "return self.model(x.to(npu_index(self.gpu_id)))\n" in out
+    assert "def npu_index(index):" in out
+
+
+@pytest.mark.parametrize(
+    "main_block",
+    [
+        "    main(args.gpu)",  # computed: the script's own choice
+        "    main(0)\n    main(args.gpu)",  # one call of two gives a computed index
+        "    device = 0\n    device += 1\n    main(device)",  # not a plain assignment
+        "    pool.map(main, [0, 1])",  # called where the file cannot see
+        "    main(*[0])",
+    ],
+    ids=["computed", "mixed", "augmented", "callback", "star"],
+)
+def test_an_index_the_file_cannot_follow_stays(main_block):
+    out = convert(FOLLOW.format(spelling="model, device", default="", main_block=main_block))
+    assert "self.model = model.npu(gpu_id)\n" in out
+    assert "return self.model(x.to(self.gpu_id))\n" in out
+
+
+def test_an_attribute_set_from_outside_its_class_is_not_followed():
+    src = FOLLOW.format(spelling="model, 0", default="", main_block="    main(0)")
+    src = src.replace("    trainer.step(", "    trainer.gpu_id = pick()\n    trainer.step(")
+    out = convert(src)
+    assert "self.model = model.npu(npu_index(gpu_id))\n" in out  # the parameter: only 0
+    assert "return self.model(x.to(self.gpu_id))\n" in out  # the attribute: also what pick() gives
+
+
+def test_a_fixed_index_given_where_the_file_cannot_follow_is_reported():
+    src = textwrap.dedent("""\
+        import torch
+        import torch_npu
+        from helpers import build_trainer, report
+
+
+        def main(device, epochs):
+            model = torch.nn.Linear(2, 2).npu(device)
+            trainer = build_trainer(model, device)
+            trainer.fit(epochs, local_rank=epochs)
+            print(device)
+            report(epochs)
+
+
+        if __name__ == "__main__":
+            main(0, 3)
+        """)
+    outcome = distributed.convert_distributed(parse(src.encode()), "model")
+    out = outcome.module.code
+    assert "model = torch.nn.Linear(2, 2).npu(npu_index(device))\n" in out
+    assert "trainer = build_trainer(model, device)\n" in out  # kept, and reported
+    found = [r for r in outcome.records if r.level == "warning"]
+    assert [(r.line, r.message.split(",")[0]) for r in found] == [
+        (
+            out.splitlines().index("    trainer = build_trainer(model, device)") + 1,
+            "fixed device index device (0) goes to build_trainer",
+        ),
+        (
+            out.splitlines().index("    trainer.fit(epochs, local_rank=epochs)") + 1,
+            "fixed device index epochs (3) goes to trainer.fit",
+        ),
+    ]
+
+
+def test_a_print_after_a_rank0_save_is_rank0_only():
+    out = convert("""\
+        import torch
+        model = torch.nn.Linear(2, 2)
+        for epoch in range(2):
+            model(torch.ones(2))
+        torch.save(model.state_dict(), "m.pt")
+        print("saved m.pt")
+        print("done")
+        x = 1
+        print("after an assignment: every rank")
+        """)
+    assert out.count("if npu_rank() == 0:\n") == 3
+    assert 'if npu_rank() == 0:\n    print("saved m.pt")\nif npu_rank() == 0:\n    print("done")\n' in out
+    assert '\nprint("after an assignment: every rank")\n' in out
 
 
 def test_look_alike_dataloaders_and_existing_samplers_are_left_alone():
@@ -722,6 +842,7 @@ TRAINING = {
     "branches": (["--epochs", "2", "--wide"], "model.pt", False),
     "dataparallel": (["--epochs", "2"], "model.pt", True),
     "example": (["--epochs", "1"], "model.pt", True),
+    "tutorial": (["2", "1"], "snapshot.pt", True),
 }  # README's example project, with amp
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mnist_cuda"
 
@@ -902,6 +1023,27 @@ def test_fixed_indices_left_as_they_were_would_fail(results, tmp_path):
     entry.write_text(entry.read_text().replace('f"npu:{npu_index(0)}"', '"npu:0"'))
     proc = subprocess.run(
         ["bash", str(root / LAUNCH_SCRIPT), "--epochs", "1"],
+        capture_output=True,
+        text=True,
+        env=_training_env(NPUS="3,5", MASTER_PORT=str(_free_port())),
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert "npu shim: rank 1 uses NPU 5 but moves data to NPU 0" in (root / "logs" / "rank_1.log").read_text()
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_index_followed_through_parameters_is_what_puts_each_rank_on_its_npu(results, tmp_path):
+    """The tutorial's index, left as it was in the Trainer, puts rank 1's model on NPU 0 (the stand-in
+    fails that process, as a real NPU would); followed, each rank moves model and data to its own NPU."""
+    root = tmp_path / "job"
+    shutil.copytree(results["tutorial"], root, symlinks=True)
+    entry = root / "main.py"
+    text = entry.read_text()
+    assert "model.to(npu_index(gpu_id))" in text and text.count("npu_index(self.gpu_id)") == 2
+    entry.write_text(text.replace("npu_index(gpu_id)", "gpu_id"))
+    proc = subprocess.run(
+        ["bash", str(root / LAUNCH_SCRIPT), "1", "1"],
         capture_output=True,
         text=True,
         env=_training_env(NPUS="3,5", MASTER_PORT=str(_free_port())),

@@ -47,7 +47,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     await lsp_client.shutdown_session()
 
 
-WAIT = 60  # seconds: a notification that never comes fails the test instead of hanging the run
+WAIT = 120  # seconds: a notification that never comes fails the test instead of hanging the run
 
 
 async def published(client: LanguageClient) -> None:

@@ -88,12 +88,62 @@ def test_help_names_every_mode_and_the_distributed_options(capsys):
         assert words in out, words
 
 
+def test_no_arguments_give_a_short_hint(capsys):
+    assert main([]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.startswith("usage: transplant -i PROJECT -o OUT")
+    assert cap.err.splitlines()[-1] == "try 'transplant --help' for every mode and option"
+    assert len(cap.err.splitlines()) < 8  # a hint, not the help
+
+
+def _emulate_and_compare_options() -> tuple[set[str], set[str]]:
+    from transplant.accuracy.compare import build_parser as compare_parser
+    from transplant.emulate.cli import build_parser as emulate_parser
+
+    def flags(parser) -> set[str]:
+        return {a.option_strings[0] for a in parser._actions if a.option_strings and a.dest != "help"}
+
+    return flags(emulate_parser()), flags(compare_parser())
+
+
+def test_help_lines_of_emulate_and_compare_name_their_options(capsys):
+    assert main(["--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    emulate_options, compare_options = _emulate_and_compare_options()
+    at = next(i for i, l in enumerate(lines) if l.startswith("  transplant emulate"))
+    emulate_line = lines[at] + lines[at + 1]
+    compare_line = next(l for l in lines if l.startswith("  transplant compare"))
+    for flag in emulate_options - {"-m"}:
+        spelled = "--no-device-identity" if flag == "--device-identity" else flag
+        assert spelled in emulate_line, flag
+    for flag in compare_options:
+        assert flag in compare_line, flag
+
+
+def test_lsp_help_says_what_it_does_and_its_options(capsys):
+    assert main(["lsp", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: transplant lsp [--stdio]\n")
+    for words in ("language server", "--check", "code actions", "[tool.transplant]", "--stdio", "-h, --help"):
+        assert words in out, words
+
+
+def test_option_help_reads_as_the_docs_table():
+    """The help of each repository-mode option says what docs/command-line.md's table says."""
+    from transplant.cli import build_parser
+
+    table = (REPO / "docs" / "command-line.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(-[\w-]+)`(?:, `[\w-]+`)? \| (.+?) \|$", table, re.M))
+    helps = {a.option_strings[0]: a.help for a in build_parser()._actions if a.option_strings}
+    assert rows["-q"] == helps["-q"] == "no progress bar, warnings or summary"
+
+
 @pytest.mark.parametrize(
     ("argv", "missing"),
     [
         (["-i", "proj"], "-o/--output"),
         (["-o", "out"], "-i/--input"),
-        ([], "-i/--input, -o/--output"),
+        (["-q"], "-i/--input, -o/--output"),
     ],
 )
 def test_a_missing_path_is_named_alone(capsys, argv, missing):
@@ -103,7 +153,7 @@ def test_a_missing_path_is_named_alone(capsys, argv, missing):
 
 def test_bare_emulate_asks_for_the_script():
     proc = subprocess.run(
-        [sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True, cwd=REPO, timeout=60
+        [sys.executable, "-m", "transplant", "emulate"], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     assert proc.returncode == 2
     assert proc.stderr == (
@@ -126,3 +176,50 @@ def test_the_pre_commit_snippet_pins_a_revision_that_exists():
     else:
         assert not tags.stdout.split(), "a release is tagged: name it in the snippet"
         assert "pin a commit (git rev-parse HEAD" in text
+
+
+def test_emulate_without_pytorch_says_how_to_get_the_cpu_wheel(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # a Python without PyTorch
+        "import importlib.util; real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)\n"
+        f"from transplant.cli import main; raise SystemExit(main(['emulate', {str(script)!r}]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "PyTorch is not installed" in proc.stderr
+    assert "-m pip install torch --index-url https://download.pytorch.org/whl/cpu" in proc.stderr
+
+
+def test_readme_never_rewrites_the_shipped_example_in_place():
+    """A reader who runs README's commands in the clone keeps examples/ as shipped."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = [l.split("#")[0] for l in text.splitlines() if "--in-place" in l.split("#")[0]]
+    assert lines, "README shows --in-place somewhere"
+    for line in lines:
+        command = line.split("&&")[-1]
+        paths = [w for w in command.split()[1:] if not w.startswith("-") and "`" not in w]
+        assert paths and not any(p.startswith("examples/") for p in paths), line
+
+
+def test_the_index_page_has_the_metadata_it_shows():
+    project = PYPROJECT["project"]
+    assert project["authors"] and project["keywords"] and "npu" in project["keywords"]
+    classifiers = project["classifiers"]
+    assert all(re.fullmatch(r"[A-Z][\w /.+-]*( :: [\w /.+()-]+)+", c) for c in classifiers), classifiers
+    assert "License :: OSI Approved :: Apache Software License" in classifiers  # as LICENSE and license say
+    assert project["license"] == {"text": "Apache-2.0"} and "Apache License" in (REPO / "LICENSE").read_text()
+    # no invented addresses: an URL is named only when it is real
+    assert not any("example" in url for url in project.get("urls", {}).values())
+
+
+def test_readme_and_docs_links_resolve_in_the_source_distribution():
+    """The index page cannot show README's relative links; the sdist holds every file they name."""
+    include = PYPROJECT["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\((?!https?:|#)([^)#\s]+)", page.read_text(encoding="utf-8")):
+            rel = (page.parent / target).resolve().relative_to(REPO).as_posix()
+            assert any(rel == i or rel.startswith(i.rstrip("/") + "/") for i in include), (page.name, target)

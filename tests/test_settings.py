@@ -3,6 +3,7 @@ command-line flags winning over the table."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,25 @@ def test_repository_mode_reads_the_input_project(tmp_path: Path):
     flag_result = (tmp_path / "flag" / "bare_msft" / "train.py").read_text()
     assert (tmp_path / "plain" / "bare_msft" / "train.py").read_text() != flag_result
     assert table_result == flag_result and "DEVICE_ID" in table_result
+
+
+def test_file_modes_read_the_table_of_each_files_project(tmp_path: Path):
+    """As ruff and the language server do: the nearest pyproject.toml above each file, not the
+    current folder's (here one whose table names a rule file that does not exist)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pyproject.toml").write_text('[tool.transplant]\nrules = ["missing.json"]\n')
+    with_s = project(tmp_path / "a", "specify_device = true") / "src" / "train.py"
+    plain = project(tmp_path / "b", "similar = false") / "src" / "train.py"
+    out = run(elsewhere, "--diff", str(with_s), str(plain.parent))
+    assert out.returncode == 1, out.stderr
+    diffs = dict(re.findall(r"^--- (\S+)\n(.*?)(?=^--- |\Z)", out.stdout, re.M | re.S))
+    assert sorted(diffs) == sorted([str(with_s), str(plain)])
+    assert "DEVICE_ID" in diffs[str(with_s)] and "DEVICE_ID" not in diffs[str(plain)]
+    # the flag still wins over every project's table
+    flagged = run(elsewhere, "--diff", "-s", str(plain))
+    assert "DEVICE_ID" in flagged.stdout
+    # standard input: the project of --stdin-filename
+    named = run(elsewhere, "--check", "--stdin-filename", str(with_s), "-", stdin=SOURCE)
+    assert named.stdout == run(with_s.parent, "--check", "--stdin-filename", str(with_s), "-", stdin=SOURCE).stdout
+    assert "DEVICE_ID" in named.stdout

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from transplant.engine import convert
 from transplant.resources import rules_dir
-from transplant.rules import RuleError, load_ruleset
+from transplant.rule_versions import version_key
+from transplant.rules import PYTORCH_VERSIONS, RuleError, load_ruleset
 
 SOURCE = b"import torch\nimport mylib\n\nmylib.fast_op(1)\ntorch.cuda.synchronize()\n"
 
@@ -68,3 +70,22 @@ def test_out_of_memory_error_is_renamed_only_where_torch_has_it():
     kept = convert(src, load_ruleset(pytorch_version="2.1")).records
     assert [(r.line, r.level) for r in kept] == [(4, "note")]
     assert b"except torch.OutOfMemoryError:" in convert(src, load_ruleset(pytorch_version="2.6")).new
+
+
+@pytest.mark.parametrize("since", ["2.5", "2.6", "2.2", "1.0", "99.0"])
+def test_a_kept_rename_suggests_only_a_version_the_option_accepts(tmp_path, since):
+    """ "choose --pytorch-version 2.5" where 2.5 is refused would send the user to an error."""
+    path = _user(tmp_path, {"old_name": "mylib.fast_op", "new_name": "mylib.npu_op", "since": since})
+    oldest = min(PYTORCH_VERSIONS, key=version_key)
+    records = convert(SOURCE, load_ruleset([path], pytorch_version=oldest)).records
+    kept = [r for r in records if not r.is_change and r.api == "mylib.fast_op"]
+    if version_key(since) <= version_key(oldest):
+        assert kept == []  # the rename holds for every accepted version
+        return
+    (record,) = kept
+    named = re.findall(r"--pytorch-version (\d+(?:\.\d+)*)", record.suggestion or "")
+    accepted = [v for v in PYTORCH_VERSIONS if version_key(v) >= version_key(since)]
+    if accepted:
+        assert named == [min(accepted, key=version_key)]
+    else:
+        assert named == [] and ", ".join(PYTORCH_VERSIONS) in record.suggestion

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 from .codecache import compiled_dataclasses
@@ -29,15 +29,16 @@ modes:
   transplant -i PROJECT -o OUT [options] accuracy -m MAIN.py [-t MODEL] [--steps 0,1] [--level both]
                                                   [--data statistics]
       two instrumented trees (original and converted) whose msprobe dumps can be compared
-  transplant compare --golden BENCH_DUMP --target NPU_DUMP
+  transplant compare --golden BENCH_DUMP --target NPU_DUMP [-o FOLDER] [--format text|json]
       compare the dumps of the two accuracy runs with msprobe (needs the accuracy extra)
   transplant --check|--diff|--in-place PATH...
       files and folders where they are (pre-commit, editors, CI)
   transplant [--check|--diff] [--stdin-filename NAME] - < FILE
       source on standard input; the converted source (or the report, or the diff) on standard output
   transplant lsp
-      the language server for editors, on stdin/stdout (needs the lsp extra)
-  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [-q] SCRIPT|-m MODULE [ARGS...]
+      the language server for editors, on stdin/stdout (needs the lsp extra; see 'transplant lsp --help')
+  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [--force-emulation] [-q]
+                     SCRIPT|-m MODULE [ARGS...]
       run a converted program with torch_npu emulated on the CPU or a CUDA GPU (runs your code)
   transplant test-rules [RULES.json...]
       check the examples that rule entries carry (the built-in rules when no file is named)
@@ -102,8 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes (default: number of cores; 1 runs in-process)",
     )
     p.add_argument("--force", action="store_true", help="replace an existing result folder")
+    p.add_argument(
+        "--strict-exit",
+        action="store_true",
+        help="exit 1 when a file could not be converted (unreadable, does not parse) or the input has no Python file",
+    )
     p.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary table")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, warnings or summary")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     p.add_argument("--version", action="version", version=f"transplant {__version__}")
     # file modes (issue 4)
@@ -158,23 +164,53 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str] | None, str | 
     return argv, None, None
 
 
-def _options(args: argparse.Namespace) -> RuleOptions:
-    """The [tool.transplant] table of the project (the input's for -i, else the current folder's),
-    overridden by the flags given."""
-    from .settings import project_options
-
-    start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
-    return project_options(
-        start,
+def _flags(args: argparse.Namespace) -> dict:
+    """The command-line flags that override [tool.transplant]."""
+    return dict(
         rules=args.rule,
         specify_device=args.specify_device,
         similar=args.similar,
         pytorch_version=args.pytorch_version,
-    )[0]
+    )
+
+
+def _options(args: argparse.Namespace) -> RuleOptions:
+    """The [tool.transplant] table of the input's project (-i), overridden by the flags given."""
+    from .settings import project_options
+
+    start = (args.input if args.input.is_dir() else args.input.parent) if args.input else Path.cwd()
+    return project_options(start, **_flags(args))[0]
+
+
+def _options_at(args: argparse.Namespace) -> Callable[[Path], RuleOptions]:
+    """For file modes: the options of the project a file belongs to (the nearest pyproject.toml at
+    or above its folder, as ruff and the language server find it), overridden by the flags given."""
+    from .settings import find_pyproject, options_for, read_table
+
+    flags = _flags(args)
+    tables: dict[Path | None, RuleOptions] = {}
+
+    def at(folder: Path) -> RuleOptions:
+        path = find_pyproject(folder)
+        if path not in tables:
+            tables[path] = options_for(read_table(path) if path is not None else {}, **flags)
+        return tables[path]
+
+    return at
+
+
+SHORT_USAGE = """\
+usage: transplant -i PROJECT -o OUT [options]        convert a repository
+       transplant --check|--diff|--in-place PATH...  files where they are
+       transplant emulate|compare|lsp|test-rules ...   the other modes
+try 'transplant --help' for every mode and option"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # a first try: a hint, not the full help or an error about -i/-o
+        print(SHORT_USAGE, file=sys.stderr)
+        return EXIT_USAGE
     if argv[:1] == ["emulate"]:  # runs user code: kept apart from the converter (transplant/emulate/)
         from .emulate.cli import main as emulate
 
@@ -229,7 +265,6 @@ def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(head)
     dist = build_distributed_parser().parse_args(tail) if mode == "distributed" else None
     accuracy = build_accuracy_parser().parse_args(tail) if mode == "accuracy" else None
-    options = _options(args)
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
 
@@ -239,7 +274,7 @@ def _main(argv: list[str]) -> int:
             return _fail(f"-i/-o/{mode or 'distributed'} cannot be combined with --check/--diff/--in-place/-")
         from .filemodes import run_file_mode
 
-        return run_file_mode(args, options)
+        return run_file_mode(args, _options_at(args))
     if args.paths:
         return _fail(
             "unexpected arguments " + " ".join(map(str, args.paths)) + " (use -i/-o, or --check/--diff/--in-place)"
@@ -253,7 +288,7 @@ def _main(argv: list[str]) -> int:
     config = Config(
         input=args.input,
         output=args.output,
-        rule_options=options,
+        rule_options=_options(args),
         jobs=args.jobs,
         force=args.force,
         prefilter=not args.no_prefilter,
@@ -262,6 +297,7 @@ def _main(argv: list[str]) -> int:
         distributed_main=dist.main if dist is not None else None,
         distributed_target=dist.target if dist is not None else "model",
         debug=args.debug,
+        strict_exit=args.strict_exit,
     )
     if accuracy is not None:
         from .accuracy.cli import options_from

@@ -33,3 +33,4 @@ class Config:
     distributed_main: Path | None = None
     distributed_target: str = "model"
     debug: bool = False  # an internal error ends the run with a traceback instead of skipping the file
+    strict_exit: bool = False  # exit 1 when a file could not be converted or there is nothing to convert

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
+# --strict-exit: a file could not be converted (could not be read or parsed), or nothing was to convert
+EXIT_INCOMPLETE = 1
+
 # Fewer files than this convert in a moment (in this process, without workers): no progress bar.
 PROGRESS_MIN_FILES = POOL_MIN_FILES
 
@@ -92,7 +95,7 @@ def run_repository(config: Config, *, quiet: bool = False) -> int:
             terminal.close()
     if not quiet:
         print_summary(sys.stdout, summary)
-    return 0
+    return EXIT_INCOMPLETE if config.strict_exit and (summary.failed or summary.nothing_to_convert) else 0
 
 
 def summary_rows(summary: RunSummary) -> list[tuple[str, int]]:

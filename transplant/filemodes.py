@@ -17,7 +17,7 @@ import sys
 from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import Callable, Iterator, TextIO
 
 from .config import RuleOptions
 from .reports.diagnostics import Diagnostic, render
@@ -26,7 +26,9 @@ from .filekinds import detect_kind, labels, small_enough
 from .filetypes import FileResult, convert_named, file_kind
 from .project import gather
 from .pool import WORKER_DIED, run_jobs
+from . import slowfiles
 from .session import Session, load_rules
+from .slowfiles import noted_if_slow
 from .walk import walk
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -136,7 +138,8 @@ def _convert_target(session: Session, job: tuple[Target, bool]) -> Outcome:
         return outcome
     outcome.stamp = (st.st_size, st.st_mtime_ns)
     try:
-        result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
+        with noted_if_slow(session.slow_note, target.display, data):
+            result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
     except Exception as exc:  # a bug for this file must not stop the others; nothing is written for it
         if session.debug:
             raise
@@ -166,11 +169,18 @@ def _shown(outcome: Outcome, args: Namespace) -> list[Diagnostic]:
 
 
 def convert_targets(
-    targets: list[Target], options: RuleOptions, *, jobs: int, prefilter: bool, after: bool, debug: bool = False
+    targets: list[Target],
+    options: RuleOptions,
+    *,
+    jobs: int,
+    prefilter: bool,
+    after: bool,
+    debug: bool = False,
+    slow_note: float | None = None,
 ) -> list[Outcome]:
     rules = load_rules(options)  # once, before the workers start: they inherit it, and bad -r files fail early
     facts = gather((t.display.replace(os.sep, "/"), t.path) for t in targets)  # the project-wide first pass
-    session = Session(rules, facts, prefilter=prefilter, debug=debug)
+    session = Session(rules, facts, prefilter=prefilter, debug=debug, slow_note=slow_note)
     return list(
         run_jobs(
             session,
@@ -255,8 +265,9 @@ def _plural(n: int, word: str) -> str:
 # --------------------------------------------------------------------------- the modes
 
 
-def run_file_mode(args: Namespace, options: RuleOptions) -> int:
-    """Entry point from the command line; returns the exit status."""
+def run_file_mode(args: Namespace, options_at: Callable[[Path], RuleOptions]) -> int:
+    """Entry point from the command line; returns the exit status. ``options_at(folder)``: the
+    options of the project that folder belongs to (its [tool.transplant] and the flags)."""
     try:
         paths = [str(p) for p in args.paths]
         if STDIN in paths:
@@ -264,12 +275,13 @@ def run_file_mode(args: Namespace, options: RuleOptions) -> int:
                 raise FileModeError("- (standard input) cannot be combined with other paths")
             if args.in_place:
                 raise FileModeError("--in-place cannot be used with - (standard input); use - alone")
-            return run_stdin(args, options)
+            named = args.stdin_filename
+            return run_stdin(args, options_at(Path(named).parent if named is not None else Path.cwd()))
         if args.stdin_filename is not None:
             raise FileModeError("--stdin-filename is only used with - (standard input)")
         if not paths:
             raise FileModeError("no files or folders given")
-        return run_files(args, options, paths)
+        return run_files(args, options_at, paths)
     except FileModeError as exc:
         print(f"transplant: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -283,13 +295,27 @@ def _exit_status(diagnostics: list[Diagnostic], *, changed: bool, failed: bool) 
     return EXIT_OK
 
 
-def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
+def run_files(args: Namespace, options_at: Callable[[Path], RuleOptions], paths: list[str]) -> int:
     errors: list[str] = []
     targets = collect(paths, errors)
     prefilter = not getattr(args, "no_prefilter", False)
-    outcomes = convert_targets(
-        targets, options, jobs=args.jobs, prefilter=prefilter, after=args.in_place, debug=args.debug
-    )
+    # each file with the settings of its own project: one conversion per project, in the order given
+    projects: dict[RuleOptions, list[Target]] = {}
+    for target in targets:
+        projects.setdefault(options_at(Path(target.path).parent), []).append(target)
+    converted: dict[int, Outcome] = {}
+    for options, group in projects.items():
+        outcomes = convert_targets(
+            group,
+            options,
+            jobs=args.jobs,
+            prefilter=prefilter,
+            after=args.in_place,
+            debug=args.debug,
+            slow_note=None if args.quiet else slowfiles.SLOW_FILE_SECONDS,
+        )
+        converted.update((id(target), outcome) for target, outcome in zip(group, outcomes))  # in order
+    outcomes = [converted[id(t)] for t in targets]
     out, err = sys.stdout, sys.stderr
     quiet = args.quiet
 

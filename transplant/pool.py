@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, TypeVar
 
 from .filetypes import FileResult, convert_in, file_kind, may_convert
+from .slowfiles import noted_if_slow
 from .records import internal_error, not_converted_record
 from .session import Session
 from .stopping import end_workers, worker_signals
@@ -269,7 +270,8 @@ def _work(session: Session, job: Job) -> FileResult:
     except OSError as exc:
         return FileResult(job.rel, file_kind(job.rel), error=f"cannot read: {exc.strerror}")
     try:
-        res = convert_in(session.unfiltered() if job.screened else session, job.rel, data)
+        with noted_if_slow(session.slow_note, job.rel, data):
+            res = convert_in(session.unfiltered() if job.screened else session, job.rel, data)
         res.new_lines = converted_lines(data, res)
         return res
     except Exception as exc:  # a bug for one file must not stop the others: it is copied unchanged

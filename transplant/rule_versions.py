@@ -29,9 +29,24 @@ def holds(entry: dict[str, Any], version: str) -> bool:
     return (since is None or key >= version_key(since)) and (until is None or key < version_key(until))
 
 
-def kept_rename(kind: str, entry: dict[str, Any], version: str) -> dict[str, Any] | None:
+def choose_version(since: str, versions: tuple[str, ...]) -> str:
+    """What to tell a user whose rename needs PyTorch ``since``: the first of the accepted
+    ``versions`` (--pytorch-version's choices) that has it, never a version the option refuses."""
+    later = [v for v in versions if version_key(v) >= version_key(since)]
+    if later:
+        first = min(later, key=version_key)
+        tail = " or later" if first != max(versions, key=version_key) else ""
+        return f"with PyTorch {since} or later, choose --pytorch-version {first}{tail} to rename it"
+    return (
+        f"none of the PyTorch versions --pytorch-version accepts ({', '.join(versions)}) has it yet: "
+        "port it by hand or keep it"
+    )
+
+
+def kept_rename(kind: str, entry: dict[str, Any], version: str, versions: tuple[str, ...]) -> dict[str, Any] | None:
     """The UnsupportedRule entry that reports a rename which does not hold for ``version``, or
-    None (other kinds, and a rename that ends before ``version``: a later rule replaces it)."""
+    None (other kinds, and a rename that ends before ``version``: a later rule replaces it).
+    ``versions``: those --pytorch-version accepts, for the suggestion."""
     since = entry.get("since")
     if (
         kind != "FuncNameModifyRule"
@@ -54,7 +69,7 @@ def kept_rename(kind: str, entry: dict[str, Any], version: str) -> dict[str, Any
         "name": entry["old_name"],
         "level": level,
         "message": message,
-        "suggestion": f"with PyTorch {since} or later, choose --pytorch-version {since} or later to rename it",
+        "suggestion": choose_version(since, versions),
     }
     if entry.get("source"):
         found["source"] = entry["source"]

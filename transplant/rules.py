@@ -386,7 +386,7 @@ def load_ruleset(
                     continue
                 origin = f"{path.name}:{kind}[{i}]"
                 if not holds(entry, pytorch_version):
-                    kept = kept_rename(kind, entry, pytorch_version)
+                    kept = kept_rename(kind, entry, pytorch_version, PYTORCH_VERSIONS)
                     if kept is not None:
                         _index(rs, Rule("UnsupportedRule", kept, origin, user=user))
                     continue

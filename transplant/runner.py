@@ -18,6 +18,7 @@ from .filetypes import FileResult, file_kind
 from .pool import Job, results
 from .project import gather
 from .rules import RuleSet
+from . import slowfiles
 from .session import Session
 from .walk import Entry, walk
 
@@ -37,6 +38,7 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the user should know about the run (summary, log)
     report_names: dict[str, str] = field(default_factory=dict)
+    nothing_to_convert: bool = False  # the input holds no Python file or notebook: warned
 
     @property
     def changed_files(self) -> int:
@@ -107,6 +109,9 @@ def run(
             entries = list(walk(src, warn_and_keep))
             base = src
         _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn_and_keep)
+        if not any(e.kind == "file" and file_kind(e.rel) in ("python", "notebook") for e in entries):
+            summary.nothing_to_convert = True
+            warn_and_keep(f"input {src} is empty" if not entries else f"input {src} has no Python file or notebook")
         if post_process is not None:
             post_process(base, staging, summary)
         from .reports.repository import write_reports
@@ -230,6 +235,7 @@ def _convert_tree(
         gather((job.rel, job.path) for job in jobs),  # the project-wide first pass
         prefilter=config.prefilter,
         debug=config.debug,
+        slow_note=slowfiles.SLOW_FILE_SECONDS if config.progress else None,
     )
     total = len(jobs)
     done = 0
@@ -239,7 +245,8 @@ def _convert_tree(
         source = base / res.path
         target = staging / res.path
         if res.new is None:
-            _copy(source, target, summary, warn, res.path)
+            # a file that could not be read is counted once, not again when its copy fails too
+            _copy(source, target, summary, warn, res.path, counted=res.error is not None)
         else:
             try:
                 target.write_bytes(res.new)
@@ -257,7 +264,7 @@ def _convert_tree(
 _WRITE_FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
 
 
-def _copy(source: Path, target: Path, summary: RunSummary, warn, rel: str) -> None:
+def _copy(source: Path, target: Path, summary: RunSummary, warn, rel: str, counted: bool = False) -> None:
     try:
         shutil.copy2(source, target, follow_symlinks=False)
         summary.copied += 1
@@ -265,7 +272,8 @@ def _copy(source: Path, target: Path, summary: RunSummary, warn, rel: str) -> No
         if exc.errno in _WRITE_FATAL:  # the output is full or read-only: the run cannot succeed
             raise OSError(exc.errno, exc.strerror, str(target)) from exc
         warn(f"{rel}: cannot copy ({exc.strerror})")
-        summary.results.append(FileResult(rel, file_kind(rel), error=f"cannot copy: {exc.strerror}"))
+        if not counted:
+            summary.results.append(FileResult(rel, file_kind(rel), error=f"cannot copy: {exc.strerror}"))
 
 
 def _copy_mode(source: Path, target: Path) -> None:

@@ -22,6 +22,7 @@ class Session:
     facts: ProjectFacts = NO_FACTS  # the project-wide first pass (transplant.project.gather)
     prefilter: bool = True  # skip a file whose bytes hold none of the rules' trigger words
     debug: bool = False  # let an internal error end the run with its traceback
+    slow_note: float | None = None  # seconds after which a file still converting is noted (slowfiles.py)
 
     def unfiltered(self) -> Session:
         """This session without the pre-filter (for a file that passed it already)."""

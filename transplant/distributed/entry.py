@@ -131,3 +131,7 @@ def apply_to_result(staging: Path, summary: RunSummary, rel: str, target: str) -
     out = staging / name
     out.write_bytes(script)
     out.chmod(0o755)
+    summary.notes.append(
+        f"launch script: {summary.result_dir / name} (bash {name} [ARGS...] in the result folder starts one "
+        "process per NPU; NPUS=0,1,... picks them)"
+    )

@@ -33,6 +33,7 @@ class EditPlanner:
         self.removed_apis: set[str] = set()  # APIs whose every use the passes removed (DataParallel)
         self.rewritten_devices: set[int] = set()  # ids of fixed device indices that now follow the process
         self.needs_index_helper = False  # a rewritten index calls npu_index
+        self.rank0_prints: set[int] = set()  # ids of print lines the saves pass limited to rank 0
         self.taken_names = {n.value for n in self.a.nodes if isinstance(n, cst.Name)}
         self.taken_attrs: dict[int, set[str]] = {}
         self._n = 0

@@ -142,7 +142,10 @@ def _check(args) -> str | None:
     if script is not None and not script.is_file():
         return f"{script}: not a file"
     if importlib.util.find_spec("torch") is None:
-        return "PyTorch is not installed in this Python (emulation runs the program on the real torch)"
+        return (
+            "PyTorch is not installed in this Python (emulation runs the program on the real torch); the CPU "
+            f"wheel: {sys.executable} -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
+        )
     if importlib.util.find_spec("torch_npu") is not None and not args.force_emulation:
         return (
             "a real torch_npu is installed in this Python; run the program with it, or pass "

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: transplant lsp [--stdio]  (a language server speaking LSP on stdin/stdout)"
+USAGE = """\
+usage: transplant lsp [--stdio]
+
+The language server for editors: speaks LSP on stdin/stdout (the editor starts it). It reports what
+'transplant --check' reports, for Python files, shell scripts and notebooks, as you type, and offers
+quick fixes and the whole conversion of a file (source.fixAll.transplant) as code actions. Settings
+come from [tool.transplant] of the nearest pyproject.toml above each file. Needs the lsp extra:
+pip install "transplant-npu[lsp]".
+
+options:
+  --stdio     accepted for editors that pass it (stdin/stdout is the only transport)
+  -h, --help  show this help and exit"""
 
 
 def main(argv: list[str]) -> int:

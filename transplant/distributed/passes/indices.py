@@ -5,45 +5,37 @@ while its model sits on the NPU the set-up selected. What the conversion emits f
 rewritten: ``"npu:0"`` in a device position (an argument, an assigned or returned value, a default)
 becomes ``f"npu:{npu_index(0)}"``, and the index of ``.npu(0)``, ``.to(0)``, ``device=0`` and
 ``torch.device("npu", 0)`` becomes ``npu_index(0)``; ``npu_index`` (templates.INDEX_HELPER) gives
-the NPU the set-up selected when distributed and the index itself for a single process. A name
-that the file binds once, to an integer, counts as that integer; any other computed index
-(``args.gpu``, ``local_rank``) stays. ``set_device`` calls are the devices pass's.
+the NPU the set-up selected when distributed and the index itself for a single process. A variable that holds a fixed index, followed through
+assignments, parameters, attributes of ``self`` and constructor arguments across the functions of the
+file (``indexflow.py``: ``device = 0`` -> ``main(device)`` -> ``Trainer(gpu_id)`` ->
+``model.to(gpu_id)``), counts as that index; any other computed index (``args.gpu``,
+``local_rank``) stays. A fixed index under a device's name that goes where the file cannot follow it
+(a function of another module, a function called in other ways too) is reported.
+``set_device`` calls are the devices pass's.
 """
 
 from __future__ import annotations
 
+import builtins
 import re
 
 import libcst as cst
 
-from ...engine import dotted_parts
 from ..analysis import short
-from ..plan import chain
+from ..indexflow import DEVICE_NAME, IndexFlow
+from ..plan import anchoring, chain
 from ..templates import INDEX_FUNCTION
 from .devices import SET_DEVICE
 
 NPU_INDEX = re.compile(r"^npu:(\d+)$")
-BINDINGS = (
-    cst.AssignTarget,
-    cst.AnnAssign,
-    cst.AugAssign,
-    cst.For,
-    cst.AsName,
-    cst.NamedExpr,
-    cst.Param,
-    cst.Global,
-    cst.Nonlocal,
-    cst.ImportAlias,
-    cst.FunctionDef,
-    cst.ClassDef,
-    cst.CompFor,
-)
+# calls that take an index without picking a device with it (logging, formatting, containers)
+UNDEVICED = frozenset({"format", "info", "debug", "warning", "error", "log", "write", "append", "add_argument"})
 
 
 def run(p) -> None:
     """Plan the rewrite of every fixed device index of the entry file."""
     a = p.a
-    constants = _int_constants(p)
+    flow = IndexFlow(a)
     for node in a.nodes:
         if a.in_helpers(node) or _in_set_device(p, node):
             continue
@@ -58,9 +50,46 @@ def run(p) -> None:
                 _rewrite(p, node, new, f"fixed device {value!r}")
         elif isinstance(node, cst.Arg) and _index_arg(p, node):
             index = node.value
-            if isinstance(index, cst.Integer) or (isinstance(index, cst.Name) and index.value in constants):
+            values = flow.value(index, node)
+            if values is not None:
                 new = cst.Call(func=cst.Name(INDEX_FUNCTION), args=[cst.Arg(index)])
-                _rewrite(p, index, new, f"fixed device index {short(index)} in {short(a.parent[id(node)])}")
+                held = "" if isinstance(index, cst.Integer) else f" (holds {', '.join(map(str, sorted(values)))})"
+                _rewrite(p, index, new, f"fixed device index {short(index)}{held} in {short(a.parent[id(node)])}")
+        elif isinstance(node, cst.Arg) and not node.star:
+            _unfollowed(p, flow, node)
+
+
+def _unfollowed(p, flow: IndexFlow, arg: cst.Arg) -> None:
+    """Report a fixed index under a device's name (or given to a parameter with one) that a call
+    takes where the file cannot follow it."""
+    a = p.a
+    call = a.parent.get(id(arg))
+    if (
+        not isinstance(call, cst.Call)
+        or id(call) in flow.followed
+        or not isinstance(call.func, (cst.Name, cst.Attribute))
+    ):
+        return
+    name = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
+    if name in UNDEVICED or (isinstance(call.func, cst.Name) and name in dir(builtins) and name not in a.imports):
+        return
+    index = arg.value
+    values = flow.value(index, arg)
+    if values is None:
+        return
+    keyword = arg.keyword.value if arg.keyword is not None else ""
+    if not (flow.device_like(index, arg) or DEVICE_NAME.search(keyword)):
+        return
+    k = p.key()
+    p.plan.replace[id(index)] = chain(p.plan.replace.get(id(index)), anchoring(p.plan, k))
+    shown = ", ".join(map(str, sorted(values)))
+    p.plan.finding(
+        "device",
+        f"fixed device index {short(index)} ({shown}) goes to {short(call.func)}, which this file cannot follow: "
+        f"if it picks the device, every process would use NPU {shown}; pass {INDEX_FUNCTION}({short(index)}) "
+        "(the NPU the set-up selected)",
+        k,
+    )
 
 
 def _rewrite(p, node: cst.CSTNode, new: cst.BaseExpression, what: str) -> None:
@@ -123,40 +152,3 @@ def _in_set_device(p, node: cst.CSTNode) -> bool:
         if isinstance(anc, cst.BaseStatement):
             return False
     return False
-
-
-def _int_constants(p) -> set[str]:
-    """Names the file binds exactly once, at module level, to an integer literal."""
-    counts: dict[str, int] = {}
-    ints: set[str] = set()
-    for node in p.a.nodes:
-        if not isinstance(node, BINDINGS):
-            continue
-        if isinstance(node, cst.ImportAlias):
-            names = {
-                (
-                    node.asname.name.value
-                    if node.asname and isinstance(node.asname.name, cst.Name)
-                    else ".".join(dotted_parts(node.name) or [""]).split(".")[0]
-                )
-            }
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            names = {n.name.value for n in node.names}
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
-            names = {node.name.value}
-        else:
-            target = node.name if isinstance(node, cst.AsName) else node.target
-            names = {n.value for n in [target, *p.a.subtree(target)] if isinstance(n, cst.Name)}
-        for name in names:
-            counts[name] = counts.get(name, 0) + 1
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
-            assign = p.a.parent.get(id(node))
-            if (
-                isinstance(assign, cst.Assign)
-                and len(assign.targets) == 1
-                and isinstance(assign.value, cst.Integer)
-                and p.a.function_of(assign) is None
-                and p.a.class_of(assign) is None
-            ):
-                ints.add(node.target.value)
-    return {name for name in ints if counts.get(name) == 1}

@@ -1,6 +1,6 @@
 """Rank-0 passes: ``torch.save`` of the model saves the model inside the DistributedDataParallel
-wrapper, on rank 0 only; ``print`` calls in epoch loops print on rank 0 only. Lines already
-guarded by a condition that mentions ``rank`` are left alone.
+wrapper, on rank 0 only; ``print`` calls in epoch loops, and those right after such a save, print
+on rank 0 only. Lines already guarded by a condition that mentions ``rank`` are left alone.
 """
 
 from __future__ import annotations
@@ -49,6 +49,31 @@ def saves(p) -> None:
         line = p.sole_expr_statement(call)
         if line is not None and not a.guarded_by(call, "rank"):
             p.plan.record("rank0", "torch.save on rank 0 only", p.guard_line(line, "npu_rank() == 0"))
+            for after in _prints_after(p, line):  # "saved to ..." is said where the file was saved
+                p.rank0_prints.add(id(after))
+                p.plan.record(
+                    "rank0", "print after the rank-0-only save, on rank 0 only", p.guard_line(after, "npu_rank() == 0")
+                )
+
+
+def _prints_after(p, line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine]:
+    """The ``print(...)`` lines that directly follow ``line`` in its block."""
+    a = p.a
+    if "print" in a.imports:
+        return []
+    block = a.parent.get(id(line))
+    body = list(getattr(block, "body", ()))
+    found = []
+    for stmt in body[body.index(line) + 1 :]:
+        if not (
+            isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+        ):
+            break
+        call = stmt.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "print"):
+            break
+        found.append(stmt)
+    return found
 
 
 def _target_refs(p, expr: cst.BaseExpression) -> list[cst.CSTNode]:
@@ -84,6 +109,6 @@ def prints(p) -> None:
         if "print" in a.imports or not any(a.under(node, loop.body) for loop in loops):
             continue
         line = p.sole_expr_statement(node)
-        if line is None or a.guarded_by(node, "rank"):
+        if line is None or a.guarded_by(node, "rank") or id(line) in p.rank0_prints:
             continue
         p.plan.record("rank0", "print the epoch log on rank 0 only", p.guard_line(line, "npu_rank() == 0"))
