@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -33,7 +34,7 @@ from corpus import export, git_dir  # noqa: E402
 
 # name, where the project comes from (a folder of this repository, or a pinned corpus repository),
 # the folder the program runs in, its command line, and what it prints that must match
-PROGRAMS = [
+PROGRAMS: list[dict[str, Any]] = [
     {
         "name": "README example (mnist_cuda)",
         "local": "examples/mnist_cuda",
