@@ -117,9 +117,12 @@ class NpuDeviceMode(TorchFunctionMode):
                 args, kwargs = self.backing.ordinals(func, args, kwargs)
             if self.backing.active and self.backing.kind == "cpu":
                 # page-locked memory is for copies to a device; with the CPU as the NPU there are none
-                if func is _PIN_MEMORY:
+                # (torch dispatches a method under the name it has on Tensor now: a wrapper of
+                # torch's own, under the runtime migration, transfer.py)
+                unwrapped = getattr(func, "__wrapped__", func)
+                if unwrapped is _PIN_MEMORY:
                     return args[0]
-                if func is _IS_PINNED:
+                if unwrapped is _IS_PINNED:
                     return False
                 if kwargs.get("pin_memory"):
                     kwargs["pin_memory"] = False

@@ -92,6 +92,8 @@ class Checker:
 
     def torch_call(self, func, args, kwargs) -> None:
         """Called by the device mode for every torch function and tensor method call."""
+        if func is torch.device and _state.get("migrated"):
+            return  # a value only: under the runtime migration it is a use where an API gets it unwrapped
         if func is _TENSOR_CUDA:
             self.use(".cuda()")
         elif getattr(func, "__self__", None) is _IS_CUDA:

@@ -61,7 +61,7 @@ CUDA_FUNCTIONS = (
     "reset_peak_memory_stats", "default_stream",
 )  # fmt: skip
 DEVICE_KEYWORDS = ("device", "device_type", "map_location", "device_id")
-# torch.<left> takes every public name of torch_npu.<right>
+# torch.<left> takes the public names (__all__) of torch_npu.<right>
 NAMESPACES = (
     ("cuda", "npu"),
     ("cuda.amp", "npu.amp"),
@@ -175,9 +175,12 @@ def _namespaces() -> None:
         target: Any = torch
         for part in left.split("."):
             target = getattr(target, part)
-        for name in dir(source):
-            if not name.startswith("__"):
-                setattr(target, name, getattr(source, name))
+        # torch_npu copies the names of each module's __all__ (its submodules are not among them:
+        # torch.cuda.amp stays the module that `from torch.cuda.amp import ...` reads, and is patched
+        # next); the emulated modules have no __all__, their public names that are no modules stand in
+        for name, value in list(vars(source).items()):
+            if not name.startswith("_") and not isinstance(value, types.ModuleType):
+                setattr(target, name, value)
 
 
 def _profiler(torch_npu: types.ModuleType) -> None:

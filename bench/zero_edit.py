@@ -1,0 +1,213 @@
+"""The zero-edit path against the conversion, on real programs (issue 35).
+
+    python3 bench/zero_edit.py --mirror /path/to/mirrors        # every program below
+    python3 bench/zero_edit.py --mirror DIR --only adder        # names containing these words
+
+For each program: the original is run on this machine's CPU as its reference; then, under
+`transplant emulate`, the original with torch_npu's runtime migration (`--transfer-to-npu`, the path
+a user tries first), the same with `--strict` (which names the first "cuda" the migration leaves),
+and transplant's conversion of the project (with and without `--strict`). Prints one Markdown row per
+program: lines the conversion changed, and for each run whether it finished and whether every number
+it printed equals the reference's. Programs of the corpus are exported from local mirrors as
+bench/corpus.py does; everything is written under bench/out/zero_edit/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out" / "zero_edit"
+sys.path.insert(0, str(HERE))
+
+from corpus import export, git_dir  # noqa: E402
+
+# name, where the project comes from (a folder of this repository, or a pinned corpus repository),
+# the folder the program runs in, its command line, and what it prints that must match
+PROGRAMS: list[dict[str, Any]] = [
+    {
+        "name": "README example (mnist_cuda)",
+        "local": "examples/mnist_cuda",
+        "cwd": ".",
+        "argv": ["train.py", "--epochs", "1"],
+        "numbers": r"loss (\S+)",
+    },
+    {
+        "name": "nanoGPT shakespeare_char (tiny)",
+        "repo": "karpathy/nanoGPT",
+        "commit": "3adf61e154c3fe3fca428ad6bc3818b27a3b8291",
+        "cwd": ".",
+        # the data set is downloaded by prepare.py unless input.txt is there: a text of our own stands in
+        "text": "data/shakespeare_char/input.txt",
+        "prepare": ["data/shakespeare_char/prepare.py"],
+        "argv": [
+            "train.py",
+            "config/train_shakespeare_char.py",
+            "--compile=False",
+            "--max_iters=6",
+            "--eval_interval=3",
+            "--eval_iters=2",
+            "--log_interval=1",
+            "--batch_size=4",
+            "--block_size=32",
+            "--n_layer=2",
+            "--n_head=2",
+            "--n_embd=32",
+            "--dropout=0.0",
+        ],  # fmt: skip
+        "numbers": r"iter \d+: loss (\S+)|train loss (\S+), val loss (\S+)",
+    },
+    {
+        "name": "minGPT adder",
+        "repo": "karpathy/minGPT",
+        "commit": "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
+        "cwd": "projects/adder",
+        "pythonpath": ".",
+        "argv": ["adder.py", "--trainer.max_iters=21", "--trainer.num_workers=0"],
+        "numbers": r"train loss (\S+)|score: (\S+)",
+    },
+]
+
+
+def text(size: int = 40_000) -> str:
+    """Lines of made-up words, the same every time (a stand-in for a downloaded corpus)."""
+    words = ["the", "npu", "runs", "a", "model", "of", "light", "and", "tensors", "flow", "to", "every", "core"]
+    state, lines, total = 12345, [], 0
+
+    def draw() -> int:
+        nonlocal state
+        state = (state * 1103515245 + 12345) % 2**31
+        return state >> 8
+
+    while total < size:
+        line = " ".join(words[draw() % len(words)] for _ in range(1 + draw() % 9)).capitalize() + "."
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+def run(argv: list[str], cwd: Path, pythonpath: Path | None) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), str(pythonpath or "")) if p),
+    }
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+
+
+def numbers(pattern: str, text: str) -> list[str]:
+    return ["".join(groups) if isinstance(groups, tuple) else groups for groups in re.findall(pattern, text)]
+
+
+def changed_lines(before: Path, after: Path) -> int:
+    count = 0
+    for path in sorted(before.rglob("*.py")):
+        other = after / path.relative_to(before)
+        if not other.is_file():
+            continue
+        old, new = path.read_text(errors="replace").splitlines(), other.read_text(errors="replace").splitlines()
+        count += sum(1 for line in difflib.unified_diff(old, new, lineterm="", n=0) if line[:1] in "+-")
+        count -= 2 * (old != new)  # the file header lines
+    return count
+
+
+def verdict(proc: subprocess.CompletedProcess, pattern: str, reference: list[str]) -> str:
+    if proc.returncode != 0:
+        error = next((line for line in reversed(proc.stderr.splitlines()) if line.strip()), "")
+        return f"fails: {error[:90]}"
+    got = numbers(pattern, proc.stdout)
+    if not reference:
+        return "nothing to compare"
+    return "same numbers" if got == reference else f"other numbers ({len(got)} printed)"
+
+
+def leftover(proc: subprocess.CompletedProcess) -> str:
+    errors = [line for line in proc.stderr.splitlines() if "(CUDA use; --strict)" in line]
+    return errors[0].split("error: ", 1)[1].replace(" (CUDA use; --strict)", "") if errors else "none"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mirror", type=Path, help="folder of git mirrors (owner+name), for corpus programs")
+    ap.add_argument("--only", nargs="*", default=[], help="run the programs whose names contain these words")
+    args = ap.parse_args(argv)
+    python = sys.executable
+    rows = []
+    for program in PROGRAMS:
+        if args.only and not any(word.lower() in program["name"].lower() for word in args.only):
+            continue
+        work = OUT / re.sub(r"\W+", "_", program["name"]).strip("_")
+        if work.exists():
+            shutil.rmtree(work)
+        original = work / "original"
+        if "local" in program:
+            shutil.copytree(ROOT / program["local"], original)
+        else:
+            gdir = git_dir(args.mirror, program["repo"]) if args.mirror else None
+            if gdir is None:
+                print(f"{program['name']}: no mirror of {program['repo']} (--mirror)", file=sys.stderr)
+                continue
+            export(gdir, program["commit"], original)
+        if "text" in program:
+            (original / program["text"]).write_text(text())
+        for script in program.get("prepare", []):
+            subprocess.run([python, script], cwd=original, check=True, capture_output=True)
+        subprocess.run(
+            [python, "-m", "transplant", "-i", str(original), "-o", str(work), "--force", "-q"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=True,
+        )
+        converted = work / "original_msft"
+        pattern, prog = program["numbers"], program["argv"]
+        extra = program.get("pythonpath")
+
+        def path(root: Path, extra: str | None = extra) -> Path | None:
+            return root / extra if extra is not None else None
+
+        cwd = program["cwd"]
+        reference_run = run([python, *prog], original / cwd, path(original))
+        emulate = [python, "-m", "transplant", "emulate"]
+        zero = run([*emulate, "--transfer-to-npu", *prog], original / cwd, path(original))
+        zero_strict = run([*emulate, "--transfer-to-npu", "--strict", *prog], original / cwd, path(original))
+        conv = run([*emulate, *prog], converted / cwd, path(converted))
+        conv_strict = run([*emulate, "--strict", *prog], converted / cwd, path(converted))
+        # the original's CPU run, or where it needs CUDA to run at all, the converted run's numbers
+        # (on the CPU backing an NPU run computes what a CPU run computes)
+        if reference_run.returncode == 0:
+            reference, said = numbers(pattern, reference_run.stdout), "the original on the CPU"
+        else:
+            reference, said = numbers(pattern, conv.stdout), "the converted run (the original needs CUDA)"
+        rows.append(
+            {
+                "program": program["name"],
+                "numbers compared with": f"{said}: {len(reference)}",
+                "lines changed by the conversion": changed_lines(original, converted),
+                "zero-edit": verdict(zero, pattern, reference),
+                "zero-edit, strict: first CUDA use left": leftover(zero_strict),
+                "converted": verdict(conv, pattern, reference) if reference_run.returncode == 0 else "(the reference)",
+                "converted, strict": leftover(conv_strict) if conv_strict.returncode else "passes",
+            }
+        )
+    if rows:
+        keys = list(rows[0])
+        print("| " + " | ".join(keys) + " |")
+        print("|" + "---|" * len(keys))
+        for row in rows:
+            print("| " + " | ".join(str(row[k]) for k in keys) + " |")
+    (OUT / "results.json").parent.mkdir(parents=True, exist_ok=True)
+    (OUT / "results.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
