@@ -14,7 +14,9 @@ from transplant.rules import RuleError, load_ruleset, read_rule_file
 from transplant.formats.shell import convert_shell
 
 # rules/project/ holds facts about project files (packages, config keys, images), not rules
-BUILTIN = sorted(p for p in (REPO / "rules").rglob("*.json") if p.name != "schema.json" and p.parent.name != "project")
+BUILTIN = sorted(
+    p for p in (REPO / "rules").rglob("*.json") if p.name != "schema.json" and p.parent.name not in ("project", "docs")
+)
 
 
 def write(tmp_path: Path, data, name: str = "user.json") -> Path:

@@ -57,7 +57,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS
+    from .rules import DEFAULT_PYTORCH_VERSION, DEFAULT_TORCH_NPU, PYTORCH_VERSIONS, TORCH_NPU_RELEASES
 
     p = _Parser(
         prog="transplant",
@@ -92,7 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--pytorch-version",
         choices=PYTORCH_VERSIONS,
         default=None,
-        help=f"PyTorch version whose NPU support list is reported (default {DEFAULT_PYTORCH_VERSION})",
+        help=f"PyTorch version the converted code runs with: its NPU support list is reported "
+        f"(default {DEFAULT_PYTORCH_VERSION}, or the recommended one of --torch-npu)",
+    )
+    p.add_argument(
+        "--torch-npu",
+        choices=TORCH_NPU_RELEASES,
+        default=None,
+        metavar="RELEASE",
+        help=f"torch_npu release ({', '.join(TORCH_NPU_RELEASES)}); default: the newest final release that "
+        f"ships --pytorch-version (the default pair is PyTorch {DEFAULT_PYTORCH_VERSION} with torch_npu "
+        f"{DEFAULT_TORCH_NPU})",
     )
     p.add_argument(
         "-j",
@@ -170,6 +180,7 @@ def _options(args: argparse.Namespace) -> RuleOptions:
         specify_device=args.specify_device,
         similar=args.similar,
         pytorch_version=args.pytorch_version,
+        torch_npu=args.torch_npu,
     )[0]
 
 
