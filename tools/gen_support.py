@@ -86,7 +86,7 @@ def _api_name(text: str, url: str, heading: str | None) -> str | None:
     anchor = url.partition("#")[2].replace("torch.torch.", "torch.")
     page = url.partition("#")[0].rsplit("/", 1)[-1].removesuffix(".html")
     member = "torch." + text if text.startswith(("Tensor.", "nn.", "cuda.")) else ""
-    for candidate in (anchor, page if "." in page else "", text, member, heading or ""):
+    for candidate in (anchor, text, member, page if "." in page else "", heading or ""):
         match = _NAME.fullmatch(candidate.strip())
         if match:
             return match.group(1)
