@@ -90,7 +90,7 @@ def examples(path: Path) -> Iterator[Example]:
 
 
 @lru_cache(maxsize=None)
-def _ruleset(user_file: str, option: str, version: str, release: str | None) -> RuleSet:
+def _ruleset(user_file: str, option: str, version: str | None, release: str | None) -> RuleSet:
     return load_ruleset(
         [Path(user_file)] if user_file else [],
         specify_device=option == "specify_device",
@@ -102,11 +102,13 @@ def _ruleset(user_file: str, option: str, version: str, release: str | None) -> 
 
 def ruleset_for(example: Example) -> RuleSet:
     shipped = _builtin_version(example.path)
-    version = example.data.get("pytorch_version") or shipped or DEFAULT_PYTORCH_VERSION
+    release = example.data.get("torch_npu")
+    # a release alone chooses its own PyTorch version (rule_versions.resolve_stack)
+    version = example.data.get("pytorch_version") or shipped or (None if release else DEFAULT_PYTORCH_VERSION)
     if shipped and version != shipped:
         raise RuleError(f"{example.where}: this file holds for PyTorch {shipped} only, not {version}")
     user_file = "" if shipped is not None else str(example.path)
-    return _ruleset(user_file, example.entry.get("option", ""), version, example.data.get("torch_npu"))
+    return _ruleset(user_file, example.entry.get("option", ""), version, release)
 
 
 def check(example: Example) -> str | None:

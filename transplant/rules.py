@@ -377,12 +377,13 @@ def load_ruleset(
     *,
     specify_device: bool = False,
     similar: bool = False,
-    pytorch_version: str = DEFAULT_PYTORCH_VERSION,
+    pytorch_version: str | None = DEFAULT_PYTORCH_VERSION,
     torch_npu: str | None = None,
     builtin: bool = True,
 ) -> RuleSet:
     """Load built-in and user rules into one RuleSet for PyTorch ``pytorch_version`` with the
-    torch_npu release ``torch_npu`` (None: the newest that ships the version). User rules win
+    torch_npu release ``torch_npu`` (None: the newest that ships the version; a version of None
+    with a release: the one that release recommends). User rules win
     over built-in ones."""
     try:
         pytorch_version, release = resolve_stack(pytorch_version, torch_npu)
