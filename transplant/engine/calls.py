@@ -67,6 +67,8 @@ class CallHandlers(State):
             rules_for_args += self.rules.args_method.get(method, [])
         for rule in rules_for_args:
             changed |= self._apply_args_rule(rule, original_node, args)
+        if self.keyword_refs:
+            changed |= self._call_keywords(original_node, args)  # call_keywords.py
 
         device_rule = None
         if qualified is not None:
