@@ -110,3 +110,12 @@ def test_repository_mode_reads_the_input_project(tmp_path: Path):
     flag_result = (tmp_path / "flag" / "bare_msft" / "train.py").read_text()
     assert (tmp_path / "plain" / "bare_msft" / "train.py").read_text() != flag_result
     assert table_result == flag_result and "DEVICE_ID" in table_result
+
+
+def test_check_takes_the_release_from_the_table(tmp_path: Path):
+    """--check (and so the pre-commit hook) reads torch_npu from [tool.transplant]; a flag replaces the pair."""
+    source = 'import os\nos.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1"\n'
+    root = project(tmp_path, 'pytorch_version = "2.12"\ntorch_npu = "26.2"')
+    (root / "src" / "dist.py").write_text(source)
+    assert "-> TORCH_HCCL_ASYNC_ERROR_HANDLING" in run(root, "--check", "src/dist.py").stdout
+    assert "-> HCCL_ASYNC_ERROR_HANDLING" in run(root, "--check", "--torch-npu", "26.1", "src/dist.py").stdout
