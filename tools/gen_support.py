@@ -242,13 +242,29 @@ def write(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def write_facts(path: Path, data: dict) -> None:
+    """One API a line: the facts are read by tests and people, diffed when a list changes."""
+    order = list(PRODUCTS.values())
+    head = {k: v for k, v in data.items() if k != "apis"}
+    head["products"] = f"per API, ✔/✘/- for {', '.join(order)} (-: not on the page)"
+    lines = [json.dumps(head, ensure_ascii=False)[:-1] + ', "apis": {']
+    items = list(data["apis"].items())
+    for i, (name, api) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        marks = "".join({True: "✔", False: "✘"}.get(api["products"].get(p), "-") for p in order)
+        api = {"products": marks, **{k: v for k, v in api.items() if k != "products"}}
+        lines.append(f" {json.dumps(name, ensure_ascii=False)}: {json.dumps(api, ensure_ascii=False)}{comma}")
+    lines.append("}}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo", type=Path, help="a clone or bare mirror of Ascend/pytorch")
     args = parser.parse_args(argv)
     for version in SOURCES:
         support, unsupported = build(args.repo, version)
-        write(OUT / "docs" / f"support_{version}.json", support)
+        write_facts(OUT / "docs" / f"support_{version}.json", support)
         write(OUT / f"unsupported_{version}.json", unsupported)
         print(f"{version}: {len(support['apis'])} APIs, {len(unsupported['rules']['UnsupportedRule'])} rules")
     return 0
