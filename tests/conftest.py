@@ -41,10 +41,18 @@ def pytest_configure(config):
 
 @lru_cache(maxsize=None)
 def cached_ruleset(
-    user_rules: tuple[str, ...] = (), specify_device: bool = False, similar: bool = False, pytorch_version: str = "2.8"
+    user_rules: tuple[str, ...] = (),
+    specify_device: bool = False,
+    similar: bool = False,
+    pytorch_version: str = "2.8",
+    torch_npu: str | None = None,
 ) -> RuleSet:
     return load_ruleset(
-        [Path(p) for p in user_rules], specify_device=specify_device, similar=similar, pytorch_version=pytorch_version
+        [Path(p) for p in user_rules],
+        specify_device=specify_device,
+        similar=similar,
+        pytorch_version=pytorch_version,
+        torch_npu=torch_npu,
     )
 
 

@@ -51,7 +51,8 @@ def test_summary_counts_findings_by_level_and_by_kind(tmp_path, capsys):
         "torch.cuda.nccl.all_reduce([y])\ny = torch.cdist(a, b)\n"
     )
     (root / "b.py").write_text("import pycuda.driver as drv\n")
-    assert main(["-j", "1", "-i", str(root), "-o", str(tmp_path / "out")]) == 0
+    # (PyTorch 2.8: the reference tool's list has torch.cdist, as a note; torch_npu's 2.12 list has not)
+    assert main(["-j", "1", "-i", str(root), "-o", str(tmp_path / "out"), "--pytorch-version", "2.8"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "  errors (rewrite by hand; see unsupported_op.xlsx)  4" in out
     assert "  warnings (check or port by hand)                   0" in out

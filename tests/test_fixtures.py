@@ -4,7 +4,7 @@ Fixture conventions (kept deliberately small):
 
 * A first line ``# transplant-test: OPTIONS`` selects options: ``-s`` (specify device), ``-sim``
   (similar APIs), ``-r FILE`` (a user rule file next to the fixture, may be repeated) and
-  ``--pytorch-version V``. The line is a comment, so it is the same in the output.
+  ``--pytorch-version V`` and ``--torch-npu R`` (default: PyTorch 2.8 with torch_npu 26.0). The line is a comment, so it is the same in the output.
 * A line of the input that ends with ``# expect: CODE[, CODE...]`` must get a finding (a record that
   is not a change) with each of those codes on that line; findings on lines without such a comment
   fail the test, so every report a fixture produces is declared where it happens.
@@ -36,6 +36,7 @@ def options_of(source: bytes):
     user: list[str] = []
     specify = similar = False
     version = "2.8"
+    release = None
     i = 0
     while i < len(words):
         word = words[i]
@@ -49,10 +50,13 @@ def options_of(source: bytes):
         elif word == "--pytorch-version":
             i += 1
             version = words[i]
+        elif word == "--torch-npu":
+            i += 1
+            release = words[i]
         else:
             raise ValueError(f"unknown fixture option {word!r}")
         i += 1
-    return cached_ruleset(tuple(user), specify, similar, version)
+    return cached_ruleset(tuple(user), specify, similar, version, release)
 
 
 def expected_findings(source: bytes) -> dict[int, set[str]]:

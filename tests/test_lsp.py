@@ -242,6 +242,18 @@ async def test_settings_come_from_tool_transplant(client: LanguageClient, tmp_pa
 
 
 @pytest.mark.asyncio
+async def test_the_release_comes_from_tool_transplant(client: LanguageClient, tmp_path: Path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.transplant]\ntorch_npu = "26.2"\n')
+    text = 'import os\nos.environ["TORCH_NCCL_DESYNC_DEBUG"] = "1"\n'
+    diagnostics = await open_and_wait(client, project / "m.py", text)
+    assert any("TORCH_HCCL_DESYNC_DEBUG" in d.message for d in diagnostics), diagnostics
+    elsewhere = await open_and_wait(client, tmp_path / "m.py", text)  # no table: torch_npu 26.1
+    assert any("-> HCCL_DESYNC_DEBUG" in d.message for d in elsewhere), elsewhere
+
+
+@pytest.mark.asyncio
 async def test_shell_scripts_and_notebooks(client: LanguageClient, tmp_path: Path):
     script = tmp_path / "run.sh"
     diagnostics = await open_and_wait(client, script, "#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\n", "shellscript")

@@ -36,13 +36,14 @@ def test_table_is_read_and_checked(tmp_path: Path):
     root = project(tmp_path, 'rules = ["r.json"]\nspecify_device = true\npytorch_version = "2.6"')
     assert find_pyproject(root / "src") == root / "pyproject.toml"
     table = read_table(root / "pyproject.toml")
-    assert options_for(table) == RuleOptions((root / "r.json",), True, False, "2.6")
+    # the release is the newest final one that ships the version (torch_npu 7.3 ships PyTorch 2.6)
+    assert options_for(table) == RuleOptions((root / "r.json",), True, False, "2.6", "7.3")
     # flags win: -r replaces the table's rules, --pytorch-version its version; -sim turns similar on
     assert options_for(table, rules=[Path("x.json")], similar=True, pytorch_version="2.1") == RuleOptions(
-        (Path("x.json"),), True, True, "2.1"
+        (Path("x.json"),), True, True, "2.1", "7.2"
     )
     assert project_options(root / "src", similar=True) == (
-        RuleOptions((root / "r.json",), True, True, "2.6"),
+        RuleOptions((root / "r.json",), True, True, "2.6", "7.3"),
         root / "pyproject.toml",
     )
 
@@ -53,6 +54,8 @@ def test_table_is_read_and_checked(tmp_path: Path):
         ("colour = true", "unknown key 'colour'"),
         ('similar = "yes"', "similar must be true or false"),
         ('pytorch_version = "1.0"', "pytorch_version must be one of"),
+        ('torch_npu = "25.0"', "torch_npu must be one of"),
+        ('pytorch_version = "2.8"\ntorch_npu = "26.1"', "torch_npu 26.1 does not ship PyTorch 2.8"),
         ('rules = "r.json"', "rules must be a list"),
         ("rules = [", "not valid TOML"),
     ],
@@ -60,10 +63,21 @@ def test_table_is_read_and_checked(tmp_path: Path):
 def test_a_bad_table_is_one_line_and_exit_2(tmp_path: Path, table: str, message: str):
     root = project(tmp_path, table)
     with pytest.raises(RuleError, match=message):
-        read_table(root / "pyproject.toml")
+        options_for(read_table(root / "pyproject.toml"))
     out = run(root, "--check", "src")
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_stack_is_a_pair(tmp_path: Path):
+    """A table's pair holds; a flag for either half replaces the pair, the other half derived."""
+    root = project(tmp_path, 'pytorch_version = "2.9"\ntorch_npu = "26.0"')
+    table = read_table(root / "pyproject.toml")
+    assert options_for(table).pytorch_version == "2.9" and options_for(table).torch_npu == "26.0"
+    assert options_for(table, pytorch_version="2.13").torch_npu == "26.2"  # only the 26.2 betas ship 2.13
+    assert options_for(table, torch_npu="26.2").pytorch_version == "2.12"  # the recommended version
+    assert options_for(table, torch_npu="7.2").pytorch_version == "2.8"  # the newest 7.2 ships
+    assert options_for({}) == RuleOptions((), False, False, "2.12", "26.1")  # the recommended pair
 
 
 def test_check_uses_the_table_and_flags_win(tmp_path: Path):
@@ -119,3 +133,12 @@ def test_file_modes_read_the_table_of_each_files_project(tmp_path: Path):
     named = run(elsewhere, "--check", "--stdin-filename", str(with_s), "-", stdin=SOURCE)
     assert named.stdout == run(with_s.parent, "--check", "--stdin-filename", str(with_s), "-", stdin=SOURCE).stdout
     assert "DEVICE_ID" in named.stdout
+
+
+def test_check_takes_the_release_from_the_table(tmp_path: Path):
+    """--check (and so the pre-commit hook) reads torch_npu from [tool.transplant]; a flag replaces the pair."""
+    source = 'import os\nos.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1"\n'
+    root = project(tmp_path, 'pytorch_version = "2.12"\ntorch_npu = "26.2"')
+    (root / "src" / "dist.py").write_text(source)
+    assert "-> TORCH_HCCL_ASYNC_ERROR_HANDLING" in run(root, "--check", "src/dist.py").stdout
+    assert "-> HCCL_ASYNC_ERROR_HANDLING" in run(root, "--check", "--torch-npu", "26.1", "src/dist.py").stdout

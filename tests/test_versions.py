@@ -89,3 +89,92 @@ def test_a_kept_rename_suggests_only_a_version_the_option_accepts(tmp_path, sinc
         assert named == [min(accepted, key=version_key)]
     else:
         assert named == [] and ", ".join(PYTORCH_VERSIONS) in record.suggestion
+
+
+# ---- the stack as a pair: PyTorch version + torch_npu release (rule_versions.RELEASES)
+
+
+def _npu_rules(tmp_path: Path) -> Path:
+    path = tmp_path / "rules.json"
+    path.write_text(
+        json.dumps(
+            {
+                "rules": {
+                    "FuncNameModifyRule": [
+                        {"old_name": "mylib.fast_op", "new_name": "mylib.old_npu_op", "npu_until": "26.1"},
+                        {"old_name": "mylib.fast_op", "new_name": "mylib.new_npu_op", "npu_since": "26.1"},
+                    ]
+                }
+            }
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "version, release, target",
+    [
+        ("2.9", "26.0", b"mylib.old_npu_op(1)"),
+        ("2.9", "26.1", b"mylib.new_npu_op(1)"),
+        ("2.9", None, b"mylib.new_npu_op(1)"),  # the newest final release with 2.9 is 26.1
+        ("2.8", None, b"mylib.old_npu_op(1)"),  # 26.0 is the newest that ships 2.8
+        ("2.13", None, b"mylib.new_npu_op(1)"),  # 2.13: the 26.2 betas only
+    ],
+)
+def test_npu_since_chooses_by_release(tmp_path, version, release, target):
+    conv = convert(SOURCE, load_ruleset([_npu_rules(tmp_path)], pytorch_version=version, torch_npu=release))
+    assert target in conv.new
+    assert not [r for r in conv.records if not r.is_change and r.api == "mylib.fast_op"]  # no kept-rename finding
+
+
+def test_resolve_stack_defaults_and_pairs():
+    from transplant.rule_versions import DEFAULT_PYTORCH_VERSION, DEFAULT_TORCH_NPU, StackError, resolve_stack
+
+    assert (DEFAULT_PYTORCH_VERSION, DEFAULT_TORCH_NPU) == ("2.12", "26.1")
+    assert resolve_stack(None, None) == ("2.12", "26.1")
+    assert [resolve_stack(v, None)[1] for v in ("2.1", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13")] == [
+        "7.2", "7.3", "26.1", "26.0", "26.1", "26.1", "26.1", "26.1", "26.2"
+    ]  # fmt: skip
+    assert resolve_stack(None, "26.0") == ("2.10", "26.0")
+    with pytest.raises(StackError, match="torch_npu 26.1 does not ship PyTorch 2.8"):
+        resolve_stack("2.8", "26.1")
+    with pytest.raises(StackError, match="unknown torch_npu release '25.0'"):
+        resolve_stack(None, "25.0")
+
+
+@pytest.mark.parametrize("version", ["2.9", "2.10", "2.11", "2.12", "2.13"])
+def test_new_versions_load_torch_npu_support_lists(version):
+    rules = load_ruleset(pytorch_version=version)
+    assert rules.pytorch_version == version
+    rule = rules.unsupported_q["torch.sparse_csr_tensor"]  # ✘ on every product in each list
+    assert rule["level"] == "warning" and "Atlas A2, Atlas A3, Ascend 950" in rule["message"]
+    assert f"pytorch_2-{version.split('.')[1]}-0" in rule["source"]
+    src = b"import torch\nx = torch.sparse_csr_tensor(a, b, c)\n"
+    assert [(r.line, r.level) for r in convert(src, rules).records] == [(2, "warning")]
+
+
+def test_support_list_keeps_products_and_limits():
+    from transplant.resources import rules_dir
+
+    facts = json.loads((rules_dir() / "npu_support" / "docs" / "support_2.12.json").read_text(encoding="utf-8"))
+    assert len(facts["source"]["commit"]) == 40 and facts["source"]["repository"] == "Ascend/pytorch"
+    mkldnn = facts["apis"]["torch.backends.mkldnn.is_available"]
+    assert facts["products"].startswith("per API, ✔/✘/- for Atlas A2, Atlas A3, Ascend 950")
+    assert mkldnn["products"] == "✔✘✘"
+    assert "fp64" in facts["apis"]["torch.abs"]["limits"]  # the limits note, as published
+    note = load_ruleset(pytorch_version="2.12").unsupported_q["torch.backends.mkldnn.is_available"]
+    assert note["level"] == "note" and note["message"].startswith("not supported on Atlas A3, Ascend 950")
+
+
+def test_cli_torch_npu_option(tmp_path):
+    import subprocess
+    import sys
+
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "transplant", *a], input=SOURCE, capture_output=True, cwd=tmp_path
+    )
+    bad = run("--check", "--pytorch-version", "2.8", "--torch-npu", "26.1", "-")
+    assert bad.returncode == 2 and b"does not ship PyTorch 2.8" in bad.stderr and b"Traceback" not in bad.stderr
+    assert run("--check", "--torch-npu", "26.2", "-").returncode == 1  # torch.cuda.synchronize is converted
+    helped = run("--help").stdout.decode()
+    assert "--torch-npu" in helped and "PyTorch 2.12 with torch_npu 26.1" in " ".join(helped.split())

@@ -113,10 +113,27 @@ for _name in (
             "absent from torch_npu/npu/memory.py of v2.1.0-7.2.0 and v2.6.0-7.3.0; present from v2.7.1",
         )
 RENAME_SOURCE = f"cuda_to_npu_api.csv; the target exists in the {_NPU_BRANCHES} (PyTorch 2.1, 2.6, 2.7, 2.8)"
+# Rename targets that are deprecated where a device-generic spelling exists: the first PyTorch
+# version whose rule (rules/amp.json) replaces them.
+_AMP_DEPRECATED = (
+    "2.4",
+    "the target is deprecated (a FutureWarning naming torch.amp.custom_fwd/custom_bwd(..., device_type='npu')) "
+    "in torch_npu/npu/amp/autocast_mode.py from 26.0 on (v2.8.0-26.0.0, v2.7.1-26.1.0, v2.12.0-26.1.0 of "
+    "Ascend/pytorch); torch.amp.custom_fwd/custom_bwd with device_type exist from PyTorch 2.4 "
+    "(pytorch/pytorch#126531): rules/amp.json renames to them from 2.4 on",
+)
+UNTIL = {
+    f"torch_npu.npu.amp.{module}{name}": _AMP_DEPRECATED
+    for module in ("", "autocast_mode.")
+    for name in ("custom_fwd", "custom_bwd")
+}
 
 
 def with_version(rule: dict) -> dict:
     """``rule`` with the source of its target and, where the target is younger than PyTorch 2.1, since."""
+    until = UNTIL.get(rule["new_name"])
+    if until is not None:
+        return {**rule, "until": until[0], "source": f"{RENAME_SOURCE}; {until[1]}"}
     since = SINCE.get(rule["new_name"])
     if since is None:
         return {**rule, "source": RENAME_SOURCE}

@@ -37,9 +37,10 @@ modes:
       source on standard input; the converted source (or the report, or the diff) on standard output
   transplant lsp
       the language server for editors, on stdin/stdout (needs the lsp extra; see 'transplant lsp --help')
-  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [--force-emulation] [-q]
-                     SCRIPT|-m MODULE [ARGS...]
-      run a converted program with torch_npu emulated on the CPU or a CUDA GPU (runs your code)
+  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [--transfer-to-npu]
+                     [--force-emulation] [-q] SCRIPT|-m MODULE [ARGS...]
+      run a converted program with torch_npu emulated on the CPU or a CUDA GPU (runs your code);
+      --transfer-to-npu runs an unconverted one as torch_npu's zero-edit runtime migration does
   transplant test-rules [RULES.json...]
       check the examples that rule entries carry (the built-in rules when no file is named)
 
@@ -58,7 +59,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS
+    from .rules import DEFAULT_PYTORCH_VERSION, DEFAULT_TORCH_NPU, PYTORCH_VERSIONS, TORCH_NPU_RELEASES
 
     p = _Parser(
         prog="transplant",
@@ -93,7 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--pytorch-version",
         choices=PYTORCH_VERSIONS,
         default=None,
-        help=f"PyTorch version whose NPU support list is reported (default {DEFAULT_PYTORCH_VERSION})",
+        help=f"PyTorch version the converted code runs with: its NPU support list is reported "
+        f"(default {DEFAULT_PYTORCH_VERSION}, or the recommended one of --torch-npu)",
+    )
+    p.add_argument(
+        "--torch-npu",
+        choices=TORCH_NPU_RELEASES,
+        default=None,
+        metavar="RELEASE",
+        help=f"torch_npu release ({', '.join(TORCH_NPU_RELEASES)}); default: the newest final release that "
+        f"ships --pytorch-version (the default pair is PyTorch {DEFAULT_PYTORCH_VERSION} with torch_npu "
+        f"{DEFAULT_TORCH_NPU})",
     )
     p.add_argument(
         "-j",
@@ -171,6 +182,7 @@ def _flags(args: argparse.Namespace) -> dict:
         specify_device=args.specify_device,
         similar=args.similar,
         pytorch_version=args.pytorch_version,
+        torch_npu=args.torch_npu,
     )
 
 

@@ -17,6 +17,7 @@ class RuleOptions:
     specify_device: bool = False
     similar: bool = False
     pytorch_version: str = DEFAULT_PYTORCH_VERSION
+    torch_npu: str | None = None  # the torch_npu release; None: the newest that ships pytorch_version
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ its own). An example is converted as a file named ``file``
 (default ``example.py``: a shell script, Dockerfile or notebook example names one) with the rule
 set the rule belongs to: the built-in rules for a shipped file, the built-in rules plus the file
 (as ``-r`` loads it) for any other; with the rule's ``option`` switched on, at the example's
-``pytorch_version`` (default: the converter's). The schema is rules/schema.json (``$defs.examples``).
+``pytorch_version`` (default: the converter's) and ``torch_npu`` release (default: the newest that ships it). The schema is rules/schema.json (``$defs.examples``).
 
 Everything is reported as one line per failing example, then a summary; the exit status is 1 when
 an example fails, 2 when a rule file cannot be read or is invalid.
@@ -90,22 +90,25 @@ def examples(path: Path) -> Iterator[Example]:
 
 
 @lru_cache(maxsize=None)
-def _ruleset(user_file: str, option: str, version: str) -> RuleSet:
+def _ruleset(user_file: str, option: str, version: str | None, release: str | None) -> RuleSet:
     return load_ruleset(
         [Path(user_file)] if user_file else [],
         specify_device=option == "specify_device",
         similar=option == "similar",
         pytorch_version=version,
+        torch_npu=release,
     )
 
 
 def ruleset_for(example: Example) -> RuleSet:
     shipped = _builtin_version(example.path)
-    version = example.data.get("pytorch_version") or shipped or DEFAULT_PYTORCH_VERSION
+    release = example.data.get("torch_npu")
+    # a release alone chooses its own PyTorch version (rule_versions.resolve_stack)
+    version = example.data.get("pytorch_version") or shipped or (None if release else DEFAULT_PYTORCH_VERSION)
     if shipped and version != shipped:
         raise RuleError(f"{example.where}: this file holds for PyTorch {shipped} only, not {version}")
     user_file = "" if shipped is not None else str(example.path)
-    return _ruleset(user_file, example.entry.get("option", ""), version)
+    return _ruleset(user_file, example.entry.get("option", ""), version, release)
 
 
 def check(example: Example) -> str | None:

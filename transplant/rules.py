@@ -18,13 +18,21 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .nesting import nesting_error
 from .resources import rules_dir
-from .rule_versions import holds, kept_rename
+from .rule_versions import (
+    DEFAULT_PYTORCH_VERSION,
+    DEFAULT_TORCH_NPU,
+    PYTORCH_VERSIONS,
+    TORCH_NPU_RELEASES,
+    StackError,
+    holds,
+    kept_rename,
+    resolve_stack,
+)
 
 if TYPE_CHECKING:  # loaded only to check a user's rule file: most runs have none
     import jsonschema
 
-PYTORCH_VERSIONS = ("2.1", "2.6", "2.7", "2.8")
-DEFAULT_PYTORCH_VERSION = "2.8"
+__all__ = ["DEFAULT_PYTORCH_VERSION", "DEFAULT_TORCH_NPU", "PYTORCH_VERSIONS", "TORCH_NPU_RELEASES"]
 AUTOLOAD_SINCE = (2, 5)  # PyTorch loads installed device extensions (torch_npu) on `import torch` since 2.5
 # An integer device index (`device = 0`, `device=0`, `.to(0)`): with torch_npu loaded, PyTorch takes it
 # for an NPU (engine/device_index.py). Matched as bytes, like the trigger words, so the pre-filter and
@@ -82,6 +90,8 @@ class RuleSet:
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
     index_devices: bool = False  # report integer device indices (built-in behaviour: engine/device_index.py)
     autoload: bool = True  # the chosen PyTorch loads torch_npu by itself (AUTOLOAD_SINCE)
+    pytorch_version: str = DEFAULT_PYTORCH_VERSION  # the stack the rules were chosen for
+    torch_npu: str = DEFAULT_TORCH_NPU
 
     # The pre-filter's patterns are compiled when first searched with: a source with a trigger
     # word never needs the other two, and compiling all three is a tenth of a small run's start.
@@ -367,16 +377,23 @@ def load_ruleset(
     *,
     specify_device: bool = False,
     similar: bool = False,
-    pytorch_version: str = DEFAULT_PYTORCH_VERSION,
+    pytorch_version: str | None = DEFAULT_PYTORCH_VERSION,
+    torch_npu: str | None = None,
     builtin: bool = True,
 ) -> RuleSet:
-    """Load built-in and user rules into one RuleSet. User rules win over built-in ones."""
-    if pytorch_version not in PYTORCH_VERSIONS:
-        raise RuleError(f"unknown PyTorch version {pytorch_version!r} (choose from {', '.join(PYTORCH_VERSIONS)})")
+    """Load built-in and user rules into one RuleSet for PyTorch ``pytorch_version`` with the
+    torch_npu release ``torch_npu`` (None: the newest that ships the version; a version of None
+    with a release: the one that release recommends). User rules win
+    over built-in ones."""
+    try:
+        pytorch_version, release = resolve_stack(pytorch_version, torch_npu)
+    except StackError as exc:
+        raise RuleError(str(exc)) from None
     options = {"specify_device": specify_device, "similar": similar}
     builtin_files = builtin_rule_files(pytorch_version) if builtin else []
     files = builtin_files + [Path(p) for p in user_rules]
-    rs = RuleSet()
+    rs = RuleSet(pytorch_version=pytorch_version, torch_npu=release)
+    kept: list[Rule] = []
     for number, path in enumerate(files):
         user = number >= len(builtin_files)  # shipped files are validated by the tests, not here
         data = read_rule_file(path, validate=user)
@@ -385,12 +402,15 @@ def load_ruleset(
                 if entry.get("option") and not options[entry["option"]]:
                     continue
                 origin = f"{path.name}:{kind}[{i}]"
-                if not holds(entry, pytorch_version):
-                    kept = kept_rename(kind, entry, pytorch_version, PYTORCH_VERSIONS)
-                    if kept is not None:
-                        _index(rs, Rule("UnsupportedRule", kept, origin, user=user))
+                if not holds(entry, pytorch_version, release):
+                    found = kept_rename(kind, entry, pytorch_version)
+                    if found is not None:
+                        kept.append(Rule("UnsupportedRule", found, origin, user=user))
                     continue
                 _index(rs, Rule(kind, entry, origin, user=user))
+    for rule in kept:  # reported only where no other rule renames the name for this stack
+        if rule["name"] not in rs.rename_q:
+            _index(rs, rule)
     _add_new_name_aliases(rs)
     rs.triggers, rs.calls, rs.requires = _triggers(rs)
     rs.index_devices = builtin

@@ -37,4 +37,5 @@ def load_rules(options: RuleOptions) -> RuleSet:
         specify_device=options.specify_device,
         similar=options.similar,
         pytorch_version=options.pytorch_version,
+        torch_npu=options.torch_npu,
     )

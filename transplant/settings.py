@@ -9,7 +9,8 @@ It reads one file and never loads rules (a bad ``rules`` entry is reported when 
     rules = ["migration/my_rules.json"]   # like -r; relative to the pyproject.toml's folder
     specify_device = true                 # like -s
     similar = false                       # like -sim
-    pytorch_version = "2.6"               # like --pytorch-version
+    pytorch_version = "2.9"               # like --pytorch-version
+    torch_npu = "26.0"                    # like --torch-npu (default: the newest release with that PyTorch)
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import re
 from pathlib import Path
 
 from .config import RuleOptions
-from .rules import DEFAULT_PYTORCH_VERSION, PYTORCH_VERSIONS, RuleError
+from .rule_versions import StackError, resolve_stack
+from .rules import PYTORCH_VERSIONS, TORCH_NPU_RELEASES, RuleError
 
 PYPROJECT = "pyproject.toml"
-KEYS = ("rules", "specify_device", "similar", "pytorch_version")
+KEYS = ("rules", "specify_device", "similar", "pytorch_version", "torch_npu")
 # [tool.transplant], [tool."transplant"], tool.transplant.x = ..., or a [tool] table that may hold it
 _MENTIONS_TABLE = re.compile(r'tool\s*\.\s*["\']?transplant\b|^\s*\[\s*tool\s*\]', re.M)
 
@@ -78,6 +80,8 @@ def read_table(path: Path) -> dict:
             raise RuleError(f"{where} must be true or false")
         if key == "pytorch_version" and value not in PYTORCH_VERSIONS:
             raise RuleError(f"{where} must be one of {', '.join(PYTORCH_VERSIONS)}, not {value!r}")
+        if key == "torch_npu" and value not in TORCH_NPU_RELEASES:
+            raise RuleError(f"{where} must be one of {', '.join(TORCH_NPU_RELEASES)}, not {value!r}")
     checked = dict(table)
     if "rules" in checked:
         checked["rules"] = [path.parent / Path(r).expanduser() for r in checked["rules"]]
@@ -91,14 +95,25 @@ def options_for(
     specify_device: bool | None = None,
     similar: bool | None = None,
     pytorch_version: str | None = None,
+    torch_npu: str | None = None,
 ) -> RuleOptions:
     """RuleOptions from the table, each overridden by its command-line flag when given
-    (``-r`` replaces the table's ``rules``; ``-s``/``-sim`` turn an option on)."""
+    (``-r`` replaces the table's ``rules``; ``-s``/``-sim`` turn an option on). The stack is taken
+    as a pair: a ``--pytorch-version`` or ``--torch-npu`` flag replaces both of the table's, the
+    other one derived from it (rule_versions.resolve_stack); a pair no release ships is a
+    RuleError."""
+    if pytorch_version is None and torch_npu is None:
+        pytorch_version, torch_npu = table.get("pytorch_version"), table.get("torch_npu")
+    try:
+        version, release = resolve_stack(pytorch_version, torch_npu)
+    except StackError as exc:
+        raise RuleError(str(exc)) from None
     return RuleOptions(
         tuple(rules) if rules else tuple(table.get("rules", ())),
         bool(specify_device) or table.get("specify_device", False),
         bool(similar) or table.get("similar", False),
-        pytorch_version or table.get("pytorch_version", DEFAULT_PYTORCH_VERSION),
+        version,
+        release,
     )
 
 

@@ -10,6 +10,7 @@ blocks method matching.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import libcst as cst
@@ -67,6 +68,8 @@ class CallHandlers(State):
             rules_for_args += self.rules.args_method.get(method, [])
         for rule in rules_for_args:
             changed |= self._apply_args_rule(rule, original_node, args)
+        if self.keyword_refs:
+            changed |= self._call_keywords(original_node, args)  # call_keywords.py
 
         device_rule = None
         if qualified is not None:
@@ -192,8 +195,15 @@ class CallHandlers(State):
             return False
         arg = args[i]
         original_value = call.args[i].value
+        if rule.get("when") == "int" and not _evidently_int(original_value):
+            return False  # device_id=device may already be a torch.device: only an index is wrapped
         new_text = rule["arg_new"]
         new_expr = self.expr(new_text)
+        if "ARG" in rule.get("placeholders", ()):  # the template names the given value ARG
+            filled = new_expr.visit(_Placeholder(arg.value))
+            assert isinstance(filled, cst.BaseExpression)  # a Name becomes an expression, never a removal
+            new_expr = filled
+            new_text = code_of(new_expr)
         if rule.get("arg_old") is not None:
             replaced = replace_literal(arg.value, rule["arg_old"], self.expr(rule["arg_old"]), new_expr)
             if replaced is None and string_value(self.expr(rule["arg_old"])) == "nccl":
@@ -310,6 +320,31 @@ class CallHandlers(State):
                 args.insert(0, first)
                 changed = True
         return changed
+
+
+class _Placeholder(cst.CSTTransformer):
+    """Puts the given argument where an ArgsModifyRule template says ARG."""
+
+    def __init__(self, value: cst.BaseExpression) -> None:
+        super().__init__()
+        self.value = value
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.value if original_node.value == "ARG" else updated_node
+
+
+_RANK = re.compile(r"(?:^|_)(?:local_)?rank$|^(?:local_rank|LOCAL_RANK|rank|RANK)$")
+
+
+def _evidently_int(node: cst.BaseExpression) -> bool:
+    """An integer literal, int(...), or a name or attribute that names a rank (local_rank,
+    args.local_rank): a device index, never a torch.device."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "int":
+        return True
+    parts = dotted_parts(node)
+    return parts is not None and bool(parts) and _RANK.search(parts[-1]) is not None
 
 
 def _is_constant(node: cst.BaseExpression) -> bool:

@@ -59,6 +59,12 @@ class ReferenceHandlers(State):
                 if "members" in rule.data and self._absent_member(nodes, root, q_parts, k, base_len, rule):
                     return  # ProfilerActivity.XPU: torch_npu's enum has no XPU (target_members.py)
                 target = nodes[k - base_len]
+                if "call_keywords" in rule.data and k == len(q_parts) and id(node) not in self.stores:
+                    if id(node) not in self.callees:  # passed on or stored: kept as it is, and said
+                        self._keywords_unknown(node, rule)
+                        self.uses[root] = self.uses.get(root, 0) + 1
+                        return
+                    self.keyword_refs[id(node)] = rule  # its call or decorator gets the keywords (call_keywords.py)
                 replacement = self._spell(root, new)
                 if self._code(target) != replacement:
                     if self.record(target, "rename", f"{old} -> {new}", rule, api=old, new=replacement):

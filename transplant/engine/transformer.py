@@ -17,6 +17,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * target_members.py  members a renamed class's target lacks (``ProfilerActivity.XPU`` stays on torch)
 * receivers.py   evidence that the object of ``x.mode()`` is a tensor (else the row is a guess, a note)
 * imports.py     each import statement's rewrite plan
+* call_keywords.py  keywords a renamed callable's target needs (``torch.amp.custom_fwd(device_type="npu")``)
 
 Handlers meet in ``State`` (state.py): the records, the replacements of nodes, the uses of each
 import. A new rule kind adds a handler class here, with its matching and its records.
@@ -25,6 +26,7 @@ import. A new rule kind adds a handler class here, with its matching and its rec
 from __future__ import annotations
 
 from .argv import ArgvHandlers
+from .call_keywords import CallKeywordHandlers
 from .calls import CallHandlers
 from .commands import CommandHandlers
 from .device_index import DeviceIndexHandlers
@@ -53,5 +55,6 @@ class Converter(
     TargetMemberHandlers,
     ReceiverHandlers,
     ImportHandlers,
+    CallKeywordHandlers,
 ):
     """Applies every rule in one traversal and collects pending records (see the module docstring)."""
