@@ -107,6 +107,9 @@ def run(
             entries = list(walk(src, warn_and_keep))
             base = src
         _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn_and_keep)
+        from .project.reminders import torch_npu_once
+
+        torch_npu_once(summary.results)  # once per project, where the converted code imports torch_npu
         if post_process is not None:
             post_process(base, staging, summary)
         from .reports.repository import write_reports
