@@ -62,7 +62,9 @@ def test_no_torch_npu_reminder_where_nothing_imports_it(tmp_path: Path):
 
 
 def test_torch_npu_reminder_is_not_counted_against_the_conversion_rate(tmp_path: Path):
-    src = _project(tmp_path / "proj", {"requirements.txt": REQUIREMENTS, "train.py": "import torch\ntorch.cuda.synchronize()\n"})
+    src = _project(
+        tmp_path / "proj", {"requirements.txt": REQUIREMENTS, "train.py": "import torch\ntorch.cuda.synchronize()\n"}
+    )
     summary = {r[0]: r[1:] for r in sheet(convert_project(src, tmp_path / "out"), "Summary")}
     assert summary["requirements.txt"] == (0, 0, None, 0, 0, 1, None)  # a note: no rate
     assert summary["TOTAL"][2] == 1.0
