@@ -95,3 +95,34 @@ def test_every_support_list_warning_says_what_to_do():
     by_name = {r["name"]: r for r in rules["rules"]["UnsupportedRule"]}
     assert "DistributedDataParallel" in by_name["torch.nn.DataParallel"]["suggestion"]
     assert "-m distributed" in by_name["torch.nn.DataParallel"]["suggestion"]
+
+
+def test_change_list_names_the_rule_not_its_index(tmp_path: Path):
+    from test_project import read_change_list
+
+    src = _project(
+        tmp_path / "proj",
+        {
+            "train.py": "import os\nimport torch\nx = torch.ones(2).to('cuda')\ntorch.cuda.synchronize()\n"
+            "y = torch.load('m.pt', map_location='cuda')\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"
+        },
+    )
+    _, rows = read_change_list(convert_project(src, tmp_path / "out"))
+    rules = [r["Rule"] for r in rows]
+    assert rules == [
+        "builtin",
+        "device_args.json: .to()",
+        "device_api.json: torch.cuda.synchronize",
+        "device_args.json: torch.load",
+        "env_vars.json: CUDA_VISIBLE_DEVICES",
+    ]
+
+
+def test_rule_label_keeps_ids_it_cannot_name():
+    from transplant.reports.rulenames import rule_label
+
+    assert rule_label("builtin") == "builtin"
+    assert rule_label("my_rules.json:FuncNameModifyRule[0]", "mylib.f") == "my_rules.json:FuncNameModifyRule[0]"
+    assert rule_label("device_api.json:FuncNameModifyRule[99999]") == "device_api.json:FuncNameModifyRule[99999]"
+    # a user's file named like a built-in one: the built-in rule at that index is about something else
+    assert rule_label("env_vars.json:EnvVarModifyRule[0]", "MY_VAR") == "env_vars.json:EnvVarModifyRule[0]"

@@ -290,6 +290,11 @@ def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
     outcomes = convert_targets(
         targets, options, jobs=args.jobs, prefilter=prefilter, after=args.in_place, debug=args.debug
     )
+    if any(t.kind in ("python", "notebook") for t in targets) and len(targets) > 1:
+        from .project.reminders import settle
+
+        # a project's files: the torch_npu reminder once, as a repository conversion reports it
+        settle(outcomes, lambda o: o.target.display.replace(os.sep, "/"))
     out, err = sys.stdout, sys.stderr
     quiet = args.quiet
 

@@ -10,7 +10,7 @@ shell commands).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from ..filetypes import FileResult
 from ..records import CODES, Record
@@ -24,20 +24,32 @@ def _is_reminder(r: Record) -> bool:
 
 def torch_npu_once(results: Sequence[FileResult]) -> None:
     """Keep one torch_npu reminder for the project (see the module's docstring), in place."""
-    holders = [res for res in results if any(_is_reminder(r) for r in res.records)]
+    settle(results, lambda res: res.path)
+
+
+class _Holder(Protocol):
+    records: list[Record]
+
+
+def settle(items: Sequence[_Holder], path: Callable[[Any], str]) -> None:
+    """The pass over anything that holds a file's ``records`` (a FileResult of a repository
+    conversion, an Outcome of --check on a folder), ``path`` giving its path."""
+    holders = [item for item in items if any(_is_reminder(r) for r in item.records)]
     if not holders:
         return
-    imports_npu = any(r.code == CODES["import"] and r.api == TORCH_NPU for res in results for r in res.changes)
-    keep = min(holders, key=lambda res: (res.path.count("/"), res.path)) if imports_npu else None
-    for res in holders:
+    imports_npu = any(
+        r.is_change and r.code == CODES["import"] and r.api == TORCH_NPU for item in items for r in item.records
+    )
+    keep = min(holders, key=lambda item: (path(item).count("/"), path(item))) if imports_npu else None
+    for item in holders:
         kept: list[Record] = []
-        for r in res.records:
+        for r in item.records:
             if not _is_reminder(r):
                 kept.append(r)
-            elif res is keep and not any(_is_reminder(k) for k in kept):
+            elif item is keep and not any(_is_reminder(k) for k in kept):
                 r.level = "note"
                 if len(holders) > 1:
-                    others = ", ".join(h.path for h in holders if h is not res)
+                    others = ", ".join(path(h) for h in holders if h is not item)
                     r.message += f" (once for the project; also listed without torch_npu in {others})"
                 kept.append(r)
-        res.records = kept
+        item.records = kept

@@ -14,6 +14,7 @@ from ..filetypes import FileResult
 from ..codes import NOT_CONVERTED
 from ..records import Record
 from .columns import Column, csv_text, position, sheet
+from .rulenames import rule_label
 from .xlsx import BOLD, BOLD_PERCENT, PERCENT, write_workbook
 
 CHANGE_LIST = "change_list.csv"
@@ -45,7 +46,7 @@ CHANGE_COLUMNS = (
     Column("End Line", 0, lambda item: item[1].end_line),
     Column("Operation Type", 0, lambda item: item[1].operation),
     Column("Message", 0, lambda item: item[1].shown_message),
-    Column("Rule", 0, lambda item: item[1].rule),
+    Column("Rule", 0, lambda item: rule_label(item[1].rule, item[1].api)),
     Column("Code", 0, lambda item: item[1].code),
 )
 # the Unsupported sheet: one row per finding of a file, identical ones counted (findings.Row);
