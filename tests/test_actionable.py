@@ -5,6 +5,10 @@ policy gives it (docs/reports.md, "Levels").
   where the converted code imports torch_npu.
 * Exception classes every torch build defines (``except torch.cuda.CudaError``): a note.
 * Every warning of the per-version support lists has a suggestion.
+* CUDA ties that no row named: the fixture project ``silent_kinds`` (bitsandbytes loading, the kernel
+  hub, Ray's GPU resources, Lightning 1.x flags, pip installs and ``vllm serve`` run from Python,
+  ``functools.partial`` of autocast, CUDA packages, channels, indexes, Compose devices, GPU Dockerfiles)
+  and its golden report ``tests/fixtures/reports/silent_kinds.tsv``, with look-alikes that stay silent.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from test_project import convert_project
-from test_reports import sheet
+from conftest import FIXTURES
+from goldens import check_text
+from test_project import convert_project, read_change_list
+from test_reports import as_tsv, sheet
 from transplant.resources import rules_dir
 
 REQUIREMENTS = "torch==2.1.0\nnumpy\n"
@@ -98,8 +104,6 @@ def test_every_support_list_warning_says_what_to_do():
 
 
 def test_change_list_names_the_rule_not_its_index(tmp_path: Path):
-    from test_project import read_change_list
-
     src = _project(
         tmp_path / "proj",
         {
@@ -126,3 +130,99 @@ def test_rule_label_keeps_ids_it_cannot_name():
     assert rule_label("device_api.json:FuncNameModifyRule[99999]") == "device_api.json:FuncNameModifyRule[99999]"
     # a user's file named like a built-in one: the built-in rule at that index is about something else
     assert rule_label("env_vars.json:EnvVarModifyRule[0]", "MY_VAR") == "env_vars.json:EnvVarModifyRule[0]"
+
+
+SILENT = FIXTURES / "projects" / "silent_kinds"
+
+
+@pytest.fixture(scope="module")
+def silent_result(tmp_path_factory) -> Path:
+    return convert_project(SILENT, tmp_path_factory.mktemp("silent"))
+
+
+def test_silent_kinds_report_matches_golden(silent_result: Path):
+    check_text(FIXTURES / "reports" / "silent_kinds.tsv", as_tsv(sheet(silent_result, "Unsupported")))
+
+
+def test_every_silent_kind_is_named_with_a_route(silent_result: Path):
+    rows = sheet(silent_result, "Unsupported")
+    named: dict[tuple, list[tuple]] = {}
+    for r in rows:
+        named.setdefault((r[0], r[1]), []).append(r)
+    expected = {
+        ("train.py", 19): ("bitsandbytes", "error"),  # from_pretrained(load_in_8bit=True)
+        ("train.py", 20): ("bitsandbytes", "error"),  # load_in_4bit=True
+        ("train.py", 9): ("kernels.get_kernel", "warning"),  # the kernel hub (FlashAttention-3)
+        ("train.py", 28): ("flash_attn", "warning"),  # [sys.executable, "-m", "pip", "install", "flash-attn"]
+        ("train.py", 29): ("apex", "warning"),  # os.system("pip install ... --cuda_ext ./apex")
+        ("train.py", 30): ("xformers", "warning"),  # check_call("pip install xformers==...", shell=True)
+        ("serve/launch.py", 3): ("vllm", "warning"),
+        ("lightning_v1/train_pl.py", 3): ("lightning gpus", "error"),
+        ("ray_jobs/tasks.py", 5): ("ray GPU resources", "error"),
+        ("ray_jobs/tasks.py", 7): ("ray.get_gpu_ids", "warning"),
+        ("ray_jobs/tasks.py", 16): ("ray GPU resources", "error"),
+        ("requirements.txt", 2): ("tensorflow-gpu", "warning"),
+        ("requirements.txt", 3): ("liger_kernel", "warning"),
+        ("requirements.txt", 4): ("cuml", "warning"),
+        ("requirements.txt", 5): ("pypi.nvidia.com", "warning"),
+        ("environment.yml", 3): ("rapidsai", "warning"),
+        ("environment.yml", 7): ("cudf", "warning"),
+        ("pyproject.toml", 8): ("download.pytorch.org/whl/cu121", "warning"),
+        ("deploy/docker-compose.yaml", 8): ("driver: nvidia", "error"),
+        ("deploy/docker-compose.yaml", 13): ("runtime: nvidia", "error"),
+        ("deploy/Dockerfile.gpu", 1): ("nvidia/cuda:12.1.0-devel-ubuntu22.04", "warning"),
+        ("deploy/Dockerfile.gpu", 3): ("nvcc", "warning"),
+        ("deploy/backend.Dockerfile", 1): ("nvcr.io/nvidia/pytorch:23.10-py3", "warning"),
+    }
+    for place, (api, level) in expected.items():
+        assert place in named, place
+        row = next((r for r in named[place] if r[4] == api), None)
+        assert row is not None and row[5] == level, (place, named[place])
+        assert row[7], place  # a route
+    accelerator = [r for r in rows if r[0] == "lightning_v1/train_pl.py" and r[4] == "lightning accelerator"]
+    assert [(r[1], r[5]) for r in accelerator] == [(3, "error")] and 'strategy="ddp"' in accelerator[0][7]
+
+
+def test_look_alikes_stay_silent(silent_result: Path):
+    rows = sheet(silent_result, "Unsupported")
+    files = {r[0] for r in rows}
+    # gpus / accelerator / num_gpus / "GPU" outside Lightning and Ray; requirements that support NPUs
+    assert not files & {"lightning_v1/not_lightning.py", "ray_jobs/not_ray.py", "requirements-ok.txt"}
+    lines = {(r[0], r[1]) for r in rows}
+    assert ("train.py", 21) not in lines  # load_in_8bit=False
+    assert ("lightning_v1/train_pl.py", 4) not in lines and ("lightning_v1/train_pl.py", 5) not in lines  # gpus=0/None
+    assert ("ray_jobs/tasks.py", 11) not in lines and ("ray_jobs/tasks.py", 17) not in lines  # num_gpus=0, "CPU"
+    assert ("train.py", 31) not in lines  # pip install numpy
+    assert ("serve/launch.py", 4) not in lines  # curl
+    assert not any(r[0] == "deploy/docker-compose.yaml" and r[1] == 16 for r in rows)  # runtime: runc
+    assert not any(r[0] == "pyproject.toml" and r[1] == 13 for r in rows)  # the CPU index
+
+
+def test_partial_of_a_device_api_is_converted_like_the_direct_call(silent_result: Path):
+    """``partial(autocast, "cuda", enabled=False)`` gets "npu" as ``autocast("cuda", ...)`` does in the
+    same file (else an NPU run would put the author's float32 region under the NPU's autocast)."""
+    text = (silent_result / "train.py").read_text(encoding="utf-8")
+    assert 'fp32_region = partial(autocast, "npu", enabled=False)' in text
+    assert 'with autocast("npu", enabled=False):' in text
+    assert 'say = partial(print, "cuda")' in text  # not a device argument
+    _, changes = read_change_list(silent_result)
+    lines = {int(r["Start Line"]) for r in changes if r["File"] == "train.py" and r["Code"] == "TP104"}
+    assert {23, 43} <= lines
+
+
+@pytest.mark.parametrize(
+    ("code", "converted"),
+    [
+        ('f = functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16)\n', '"npu"'),
+        ('f = functools.partial(torch.autocast, device_type="cuda")\n', 'device_type="npu"'),
+        ('f = functools.partial(torch.ones, 3, device="cuda")\n', 'device="npu"'),
+        ('f = functools.partial(torch.ones, "cuda")\n', '"cuda"'),  # a size, not the device
+    ],
+)
+def test_partial_spellings(code: str, converted: str):
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("t.py", f"import functools\nimport torch\n{code}".encode(), load_ruleset())
+    out = (res.new or b"").decode() or code
+    assert converted in out.splitlines()[-1]
