@@ -226,3 +226,9 @@ def test_partial_spellings(code: str, converted: str):
     res = convert_file("t.py", f"import functools\nimport torch\n{code}".encode(), load_ruleset())
     out = (res.new or b"").decode() or code
     assert converted in out.splitlines()[-1]
+
+
+def test_cuda_backend_switches_of_the_support_lists_are_notes():
+    rules = json.loads((rules_dir() / "npu_support" / "unsupported_2.8.json").read_text(encoding="utf-8"))
+    switches = [r for r in rules["rules"]["UnsupportedRule"] if r["name"].startswith("torch.backends.cud")]
+    assert switches and all(r["level"] == "note" and "no effect on NPU" in r["message"] for r in switches)

@@ -483,15 +483,15 @@ SUBSYSTEM_SUGGESTIONS = (
         ("torch.from_dlpack", "torch.utils.dlpack."),
         "exchange tensors through the CPU (tensor.cpu().numpy(), torch.from_numpy) in place of DLPack",
     ),
-    (
-        ("torch.backends.cuda.", "torch.backends.cudnn."),
-        "a CUDA backend switch: it has no effect on NPU; torch_npu chooses its own kernels (SDPA runs its fused kernel)",
-    ),
 )
 FALLBACK_SUGGESTION = (
     "run this call once on the NPU with the arguments used here and compare with the CPU; if it fails, "
     "do this step on the CPU (.cpu()) and move the result back to the NPU"
 )
+
+
+# switches and queries of CUDA's kernel choice: reading or setting them does nothing on an NPU (a note)
+CUDA_BACKEND_SWITCHES = ("torch.backends.cuda.", "torch.backends.cudnn.")
 
 
 def subsystem_suggestion(api: str) -> str:
@@ -529,6 +529,14 @@ def version_entry(api: str, version: str) -> dict:
             f"({listed}), with torch.compile; it only steers torch.compile",
             "suggestion": "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's "
             "graph mode (backend=torch_npu.dynamo.torchair.get_npu_backend())",
+        }
+    elif api.startswith(CUDA_BACKEND_SWITCHES):
+        entry = {
+            "name": api,
+            "level": "note",
+            "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+            f"({listed}): a switch of CUDA's kernels, which has no effect on NPU",
+            "suggestion": "nothing to rewrite: torch_npu chooses its own kernels (SDPA runs its fused kernel)",
         }
     elif everyday(api):
         entry = {
