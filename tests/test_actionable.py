@@ -232,3 +232,47 @@ def test_cuda_backend_switches_of_the_support_lists_are_notes():
     rules = json.loads((rules_dir() / "npu_support" / "unsupported_2.8.json").read_text(encoding="utf-8"))
     switches = [r for r in rules["rules"]["UnsupportedRule"] if r["name"].startswith("torch.backends.cud")]
     assert switches and all(r["level"] == "note" and "no effect on NPU" in r["message"] for r in switches)
+
+
+CUDA_ONLY_TEST = """import pytest
+import torch
+import bitsandbytes as bnb
+from tests.conftest import RunIf
+
+
+@RunIf(min_cuda_gpus=1)
+def test_quantized():
+    return bnb.optim.PagedAdamW
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_skip():
+    return bnb.optim.PagedAdamW
+
+
+@RunIf(min_cuda_gpus=0)
+def test_any_device():
+    return bnb.optim.PagedAdamW
+
+
+@RunIf(standalone=True)
+def test_standalone():
+    return bnb.optim.PagedAdamW
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="posix")
+def test_posix():
+    return bnb.optim.PagedAdamW
+"""
+
+
+def test_findings_in_cuda_only_tests_are_notes():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("tests/test_q.py", CUDA_ONLY_TEST.encode(), load_ruleset())
+    levels = {r.line: (r.level, r.message) for r in res.findings if r.api.startswith("bitsandbytes.optim")}
+    assert levels[9][0] == "note" and "min_cuda_gpus=1" in levels[9][1] and "skipped on an NPU" in levels[9][1]
+    assert levels[14][0] == "note" and "skipif without CUDA" in levels[14][1]
+    # min_cuda_gpus=0, a decorator that asks for no GPU, a skipif on something else: the test runs on an NPU
+    assert [levels[n][0] for n in (19, 24, 29)] == ["error", "error", "error"]
