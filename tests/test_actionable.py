@@ -276,3 +276,19 @@ def test_findings_in_cuda_only_tests_are_notes():
     assert levels[14][0] == "note" and "skipif without CUDA" in levels[14][1]
     # min_cuda_gpus=0, a decorator that asks for no GPU, a skipif on something else: the test runs on an NPU
     assert [levels[n][0] for n in (19, 24, 29)] == ["error", "error", "error"]
+
+
+LIGHTNING_YAML = "trainer:\n  accelerator: gpu\n  devices: 2\n"
+
+
+def test_lightning_config_where_no_file_imports_lightning_is_a_note(tmp_path: Path):
+    rows = _rows(tmp_path, {"configs/run.yaml": LIGHTNING_YAML, "train.py": "import torch\nx = torch.ones(2).cuda()\n"})
+    found = [r for r in rows if r[4] == "lightning accelerator"]
+    assert [(r[0], r[5]) for r in found] == [("configs/run.yaml", "note")]
+    assert "no Python file of the project imports Lightning" in found[0][6]
+
+
+@pytest.mark.parametrize("importer", ["import lightning as L\n", "from pytorch_lightning import Trainer\n"])
+def test_lightning_config_where_the_project_uses_lightning_stays_a_warning(tmp_path: Path, importer: str):
+    rows = _rows(tmp_path, {"configs/run.yaml": LIGHTNING_YAML, "train.py": importer})
+    assert [(r[0], r[5]) for r in rows if r[4] == "lightning accelerator"] == [("configs/run.yaml", "warning")]

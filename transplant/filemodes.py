@@ -294,7 +294,13 @@ def run_files(args: Namespace, options: RuleOptions, paths: list[str]) -> int:
         from .project.reminders import settle
 
         # a project's files: the torch_npu reminder once, as a repository conversion reports it
-        settle(outcomes, lambda o: o.target.display.replace(os.sep, "/"))
+        by_display = {o.target.display.replace(os.sep, "/"): o.target.path for o in outcomes}
+
+        def read(display: str) -> bytes:
+            with open(by_display[display], "rb") as fh:
+                return fh.read()
+
+        settle(outcomes, lambda o: o.target.display.replace(os.sep, "/"), read)
     out, err = sys.stdout, sys.stderr
     quiet = args.quiet
 

@@ -109,7 +109,8 @@ def run(
         _convert_tree(config, rules, base, entries, staging, summary, on_progress, warn_and_keep)
         from .project.reminders import torch_npu_once
 
-        torch_npu_once(summary.results)  # once per project, where the converted code imports torch_npu
+        # once per project, where the converted code imports torch_npu; Lightning's config keys where it is used
+        torch_npu_once(summary.results, lambda rel: (base / rel).read_bytes())
         if post_process is not None:
             post_process(base, staging, summary)
         from .reports.repository import write_reports
