@@ -350,6 +350,6 @@ def test_row_lines_break_at_words():
     from transplant.reports.xlsx import row_lines
 
     assert row_lines(["short", 3], [20, 6], frozenset({1})) == 1
-    assert row_lines(["word " * 10, 3], [11, 6], frozenset({1})) == 5  # two words to a line of 11 characters
+    assert row_lines(["word " * 10, 3], [10, 6], frozenset({1})) == 5  # two words to a line of 11 characters
     assert row_lines(["a\nb\nc", "x" * 50], [10, 10], frozenset({1})) == 3  # a column that does not wrap: one line
     assert row_lines(["x" * 25], [10], frozenset({1})) == 3  # a long word breaks anywhere

@@ -46,13 +46,13 @@ LINE_HEIGHT = 15.0  # points, a line of 11-point text
 
 def row_lines(row: Sequence[object], widths: Sequence[float], wrap: frozenset[int]) -> int:
     """How many lines of text the row needs: its wrapped cells' text, broken at the words that fill
-    each column's width (a column of width w holds about 1.1 w characters of text, less one for the margins)."""
+    each column's width (a column of width w holds about 1.2 w characters of text, less one for the margins)."""
     most = 1
     for c in wrap:
         value = row[c - 1] if c <= len(row) else None
         if not isinstance(value, str) or not value:
             continue
-        room = max(1, int(widths[c - 1] * 1.1) - 1)  # (text of 11-point Calibri is narrower than its digits)
+        room = max(1, int(widths[c - 1] * 1.2) - 1)  # (text of 11-point Calibri is narrower than its digits)
         most = max(most, sum(_wrapped_lines(line, room) for line in value.splitlines() or [""]))
     return most
 
