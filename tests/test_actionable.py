@@ -292,3 +292,46 @@ def test_lightning_config_where_no_file_imports_lightning_is_a_note(tmp_path: Pa
 def test_lightning_config_where_the_project_uses_lightning_stays_a_warning(tmp_path: Path, importer: str):
     rows = _rows(tmp_path, {"configs/run.yaml": LIGHTNING_YAML, "train.py": importer})
     assert [(r[0], r[5]) for r in rows if r[4] == "lightning accelerator"] == [("configs/run.yaml", "warning")]
+
+
+NPU_PATH = """import torch
+from transformers.utils import is_torch_npu_available
+
+if is_torch_npu_available():
+    from torch_npu import npu_fusion_attention
+else:
+    from flash_attn import flash_attn_func
+
+
+def attn(q, k, v):
+    if is_torch_npu_available():
+        return npu_fusion_attention(q, k, v, 8, "BSND")[0]
+    return flash_attn_func(q, k, v)
+
+
+def attn2(q, k, v):
+    if not torch.npu.is_available():
+        import xformers.ops as xops
+        return xops.memory_efficient_attention(q, k, v)
+    return q
+
+
+def attn3(q, k, v):
+    if torch.cuda.is_available():
+        return q
+    import xformers.ops as xops
+    return xops.memory_efficient_attention(q, k, v)
+"""
+
+
+def test_cuda_branch_of_code_that_gives_npu_its_own_path_is_a_note():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("attn.py", NPU_PATH.encode(), load_ruleset())
+    levels = {r.line: (r.level, r.message) for r in res.findings if r.code == "TP206"}
+    for line, at in ((7, 4), (13, 11), (18, 17), (19, 17)):
+        assert levels[line][0] == "note", line
+        assert f"the if at line {at} gives NPU its own path" in levels[line][1]
+    # a CUDA test is no NPU path: the library is what an NPU runs there
+    assert levels[26][0] == "error" and levels[27][0] == "error"
