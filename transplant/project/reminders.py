@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Protocol, Sequence
 
-from ..filetypes import FileResult
 from ..records import CODES, Record
 
 TORCH_NPU = "torch_npu"
@@ -33,9 +32,10 @@ def _is_reminder(r: Record) -> bool:
     return r.code == CODES["project_file"] and r.api == TORCH_NPU and r.rule in ("packages.json", "conda.json")
 
 
-def torch_npu_once(results: Sequence[FileResult], read: Callable[[str], bytes] | None = None) -> None:
+def torch_npu_once(results: Sequence[Any], read: Callable[[str], bytes] | None = None) -> None:
     """Keep one torch_npu reminder for the project and settle Lightning's configuration findings
-    (see the module's docstring), in place; ``read`` gives a file's bytes by its path."""
+    (see the module's docstring), in place. ``results``: the FileResults of a repository conversion
+    (filetypes imports this package: no import back); ``read`` gives a file's bytes by its path."""
     settle(results, lambda res: res.path, read)
 
 
