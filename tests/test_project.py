@@ -99,7 +99,16 @@ def test_example_unsupported_workbook(example_result: Path):
         "Custom operators": ("File", "Operator", "Registration line", "Calls found"),
         "Libraries": ("Library", "Uses", "Where", "NPU route"),
         "API counts": ("API", "Level", "Occurrences", "Files"),
-        "Summary": ("File", "Converted references", "Unsupported references", "Conversion rate", "Error"),
+        "Summary": (
+            "File",
+            "Converted references",
+            "Unsupported references",
+            "Conversion rate",
+            "Errors",
+            "Warnings",
+            "Notes",
+            "Not parsed",
+        ),
     }
     for name, header in headers.items():
         ws = wb[name]
@@ -141,11 +150,14 @@ def test_example_unsupported_workbook(example_result: Path):
     summary = {r[0]: r[1:] for r in wb["Summary"].iter_rows(min_row=2, values_only=True)}
     _, changes = read_change_list(example_result)
     assert summary["train.py"][:2] == (sum(1 for r in changes if r["File"] == "train.py"), 0)
-    assert "model.py" not in summary  # it needed no change: no conversion rate at all, not 0%
+    # it needed no change and has a note: listed with the note, and no conversion rate at all, not 0%
+    assert summary["model.py"] == (0, 0, None, 0, 0, 1, None)
     total = summary["TOTAL"]
     assert total[0] == len(changes)
     assert total[1] == sum(1 for r in rows if r[5] in ("error", "warning"))
     assert total[2] == pytest.approx(total[0] / (total[0] + total[1]))
+    # the Summary counts what the Unsupported sheet shows, per level (notes of the files it lists)
+    assert total[3:6] == tuple(sum(1 for r in rows if r[5] == level) for level in ("error", "warning", "note"))
     assert list(summary)[-1] == "TOTAL"
 
 

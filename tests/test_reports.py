@@ -278,8 +278,9 @@ def test_an_import_of_a_compiled_cuda_extension_the_project_builds_is_an_error(t
 
 
 def test_every_table_is_its_list_of_columns(triton_result: Path):
-    """Header, widths and cells of each sheet come from one list of (name, width, value)."""
-    from transplant.reports.columns import table_rows
+    """Header, widths and cells of each sheet come from one list of (name, width, value): a column
+    is as wide as its widest cell, at most its width."""
+    from transplant.reports.columns import table_rows, widths
     from transplant.reports.repository import API_COUNT_COLUMNS, CHANGE_COLUMNS, SUMMARY_COLUMNS, UNSUPPORTED_COLUMNS
     from transplant.reports.sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS
     from transplant.reports.xlsx import column_letter
@@ -296,10 +297,66 @@ def test_every_table_is_its_list_of_columns(triton_result: Path):
     for title, columns in tables.items():
         ws = wb[title]
         assert [c.value for c in ws[1]] == [c.name for c in columns], title
-        assert [ws.column_dimensions[column_letter(i)].width for i in range(1, len(columns) + 1)] == [
-            c.width for c in columns
-        ], title
+        shown = [ws.column_dimensions[column_letter(i)].width for i in range(1, len(columns) + 1)]
+        cells = [[c.value for c in row] for row in ws.iter_rows(min_row=2)]
+        assert shown == widths(columns, [[v if v is not None else "" for v in row] for row in cells]), title
+        assert all(w <= c.width for w, c in zip(shown, columns)), title
     header = (triton_result / "change_list.csv").read_text(encoding="utf-8").splitlines()[0]
     assert header == ",".join(c.name for c in CHANGE_COLUMNS)
     row = table_rows(UNSUPPORTED_COLUMNS, [findings.Row("a.py", rec(3, api="=cmd"), 4, [3, 7])])[0]
     assert row == ["a.py", 3, 4, 1, "'=cmd", "warning", "m", "s", 2, "3, 7"]  # a formula is neutralised
+
+
+def test_workbook_reads_in_a_spreadsheet_program(triton_result: Path):
+    """What a spreadsheet program shows (checked once by rendering with LibreOffice, docs/reports.md):
+    numbers in number cells, centred so that Count and Lines do not run together, long text wrapped
+    in rows tall enough for it, the level's fill, a frozen, filtered header, one page wide in print."""
+    from transplant.reports.repository import UNSUPPORTED_COLUMNS
+    from transplant.reports.xlsx import LEVEL_FILLS, LEVEL_STYLES, LINE_HEIGHT, row_lines
+
+    wb = openpyxl.load_workbook(triton_result / "unsupported_op.xlsx")
+    ws = wb["Unsupported"]
+    names = [c.value for c in ws[1]]
+    col = {name: i for i, name in enumerate(names)}
+    body = list(ws.iter_rows(min_row=2))
+    assert len(body) > 3
+    widths = [ws.column_dimensions[chr(ord("A") + i)].width for i in range(len(names))]
+    wrapped = frozenset(i for i, c in enumerate(UNSUPPORTED_COLUMNS, start=1) if c.wrap)
+    tall = 0
+    for row in body:
+        for name in ("Line", "Converted line", "Column", "Count"):
+            cell = row[col[name]]
+            assert cell.data_type == "n" and isinstance(cell.value, int), name
+            assert cell.alignment.horizontal == "center", name
+        for name in ("Message", "Suggestion", "API", "File", "Lines"):
+            assert row[col[name]].alignment.wrap_text, name
+        assert row[col["Count"]].alignment.horizontal != row[col["Lines"]].alignment.horizontal
+        level = row[col["Level"]]
+        assert level.fill.fgColor.rgb == LEVEL_FILLS[LEVEL_STYLES[level.value]]
+        lines = row_lines([c.value for c in row], widths, wrapped)
+        height = ws.row_dimensions[row[0].row].height
+        assert (height or LINE_HEIGHT) >= LINE_HEIGHT * lines
+        tall += lines > 1
+    assert tall  # the fixture's messages are longer than a column: some rows grow
+    assert len({row[col["Level"]].fill.fgColor.rgb for row in body}) > 1
+    for sheet_ in wb:
+        assert sheet_.freeze_panes == "A2" and sheet_.auto_filter.ref.startswith("A1:")
+        assert sheet_.sheet_properties.pageSetUpPr.fitToPage
+        assert sheet_.page_setup.fitToWidth == 1 and sheet_.page_setup.fitToHeight == 0
+        assert sheet_.page_setup.orientation == "landscape"
+        assert sheet_.print_title_rows == "$1:$1"
+        assert all(c.alignment.wrap_text for c in sheet_[1])  # header words wrap, not cut off
+    # every column's text fits its width or wraps: nothing is cut off at the next cell
+    for row in body:
+        for i, cell in enumerate(row):
+            if isinstance(cell.value, str) and len(cell.value) + 2 > widths[i]:
+                assert cell.alignment.wrap_text, (names[i], cell.value)
+
+
+def test_row_lines_break_at_words():
+    from transplant.reports.xlsx import row_lines
+
+    assert row_lines(["short", 3], [20, 6], frozenset({1})) == 1
+    assert row_lines(["word " * 10, 3], [10, 6], frozenset({1})) == 5  # two words to a line of 11 characters
+    assert row_lines(["a\nb\nc", "x" * 50], [10, 10], frozenset({1})) == 3  # a column that does not wrap: one line
+    assert row_lines(["x" * 25], [10], frozenset({1})) == 3  # a long word breaks anywhere

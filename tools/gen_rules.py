@@ -29,6 +29,27 @@ NOT_A_RENAME = {
     "torch.backends.cudnn.allow_tf32",  # different semantics (hf32)
     "torch.backends.cuda.matmul.allow_tf32",  # different semantics (hf32)
     "torch.cuda.get_stream_from_external",  # function -> class, different arguments
+    "torch.cuda.CudaError",  # exception classes of every torch build: nothing fails (EXCEPTION_CLASSES)
+    "torch.cuda.DeferredCudaCallError",
+}
+
+# Exception classes torch defines in every build (CPU and NPU builds too): naming one fails nowhere;
+# an except clause for one never catches on an NPU. (message, suggestion) of their note.
+_EXCEPTION_SOURCE = (
+    "pytorch/pytorch torch/cuda/__init__.py: class CudaError(RuntimeError) and class "
+    "DeferredCudaCallError(Exception) are defined whether or not torch is built with CUDA"
+)
+EXCEPTION_CLASSES = {
+    "torch.cuda.CudaError": (
+        "an exception class every torch build defines: naming it fails nowhere, and an except clause "
+        "for it never catches on an NPU (torch_npu raises RuntimeError for NPU failures)",
+        "nothing to rewrite for the program to run; catch RuntimeError where the handler must also run on an NPU",
+    ),
+    "torch.cuda.DeferredCudaCallError": (
+        "an exception class every torch build defines: naming it fails nowhere, and an except clause "
+        "for it never catches on an NPU (only CUDA's lazy initialisation raises it)",
+        "nothing to rewrite for the program to run; catch RuntimeError where the handler must also run on an NPU",
+    ),
 }
 
 # How the rows above are reported instead: (level, message, suggestion). Reporting them also keeps
@@ -264,6 +285,17 @@ def main(data_dir: str) -> None:
                 rename.append({"old_name": api, "new_name": new})
             continue
         if api in NOT_A_RENAME:
+            if api in EXCEPTION_CLASSES:
+                msg, suggestion = EXCEPTION_CLASSES[api]
+                unsupported.append(
+                    {
+                        "name": api,
+                        "level": "note",
+                        "message": msg,
+                        "suggestion": suggestion,
+                        "source": _EXCEPTION_SOURCE,
+                    }
+                )
             if api in NOT_A_RENAME_REPORT:
                 level, msg, suggestion = NOT_A_RENAME_REPORT[api]
                 unsupported.append({"name": api, "level": level, "message": msg, "suggestion": suggestion})
@@ -404,6 +436,87 @@ VERSION_SUGGESTIONS = {
     "(setup.py) and NPU kernels",
 }
 
+# What to do about an API of a subsystem the lists name without a reason (the first prefix that
+# matches; a warning's suggestion when VERSION_SUGGESTIONS has none), so that no warning leaves the
+# user without a next step. FALLBACK_SUGGESTION for the rest.
+SUBSYSTEM_SUGGESTIONS = (
+    (
+        ("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"),
+        "use torch.nn.parallel.DistributedDataParallel with one process per NPU and backend='hccl' "
+        "(transplant -m distributed sets it up); DataParallel's single-process replication is not supported on NPU",
+    ),
+    (
+        ("torch.distributed.tensor.parallel.",),
+        "tensor parallelism over DTensor: run one small multi-NPU step (backend='hccl') against the "
+        "single-device result before relying on it; else shard the layers by hand with "
+        "torch.distributed collectives (all_reduce / all_gather run on hccl)",
+    ),
+    (
+        ("torch.distributed.optim.DistributedOptimizer",),
+        "DistributedOptimizer works through torch.distributed.rpc: train with DistributedDataParallel "
+        "or FSDP and a local optimizer on each NPU",
+    ),
+    (
+        ("torch.distributed.fsdp.",),
+        "FSDP runs on NPU with backend='hccl'; check this state-dict / parameter helper in one small "
+        "multi-NPU run, or use torch.distributed.checkpoint's state-dict APIs",
+    ),
+    (
+        ("torch.distributed.elastic.rendezvous.etcd",),
+        "use torchrun's default c10d rendezvous (--rdzv-backend=c10d) in place of etcd",
+    ),
+    (
+        (
+            "to_sparse",
+            "torch.Tensor.to_sparse",
+            "torch.Tensor.sparse_mask",
+            "torch.Tensor.smm",
+            "torch.Tensor.sspaddmm",
+            "torch.sparse",
+            "torch.Tensor.to_mkldnn",
+        ),
+        "keep the tensor dense on the NPU, or do the sparse step on the CPU (.cpu()) and move the result back",
+    ),
+    (
+        ("torch.quantize_per", "torch.ao.", "torch.Tensor.int_repr", "torch.Tensor.qscheme", "torch.Q"),
+        "quantised tensors and modules: run the float (bf16 / fp16) model on the NPU, or quantise on the CPU",
+    ),
+    (
+        ("torch.export.", "torch.onnx.", "torch.jit.", "torch.fx.", "torch.utils.mobile_optimizer."),
+        "a graph or export tool: export / script / trace on the CPU (it builds a graph, it need not run "
+        "on the NPU), then run the result where its runtime is supported; compile for the NPU with "
+        "torch.compile(backend=torch_npu.dynamo.torchair.get_npu_backend())",
+    ),
+    (
+        ("torch.func.",),
+        "check it in one small run on the NPU against the CPU; torch.autograd.grad / torch.autograd.functional "
+        "compute the same derivatives without function transforms",
+    ),
+    (
+        ("torch.profiler.", "torch.autograd.profiler."),
+        "profile on the NPU with torch_npu.profiler.profile (NVTX / ITT markers have no NPU counterpart)",
+    ),
+    (
+        ("torch.from_dlpack", "torch.utils.dlpack."),
+        "exchange tensors through the CPU (tensor.cpu().numpy(), torch.from_numpy) in place of DLPack",
+    ),
+)
+FALLBACK_SUGGESTION = (
+    "run this call once on the NPU with the arguments used here and compare with the CPU; if it fails, "
+    "do this step on the CPU (.cpu()) and move the result back to the NPU"
+)
+
+
+# switches and queries of CUDA's kernel choice: reading or setting them does nothing on an NPU (a note)
+CUDA_BACKEND_SWITCHES = ("torch.backends.cuda.", "torch.backends.cudnn.")
+
+
+def subsystem_suggestion(api: str) -> str:
+    for prefixes, suggestion in SUBSYSTEM_SUGGESTIONS:
+        if api.startswith(prefixes):
+            return suggestion
+    return FALLBACK_SUGGESTION
+
 
 # torch.compiler's helpers only steer torch.compile (they do nothing without it): a note that points
 # at the NPU's compile route, not a use to rewrite.
@@ -434,6 +547,14 @@ def version_entry(api: str, version: str) -> dict:
             "suggestion": "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's "
             "graph mode (backend=torch_npu.dynamo.torchair.get_npu_backend())",
         }
+    elif api.startswith(CUDA_BACKEND_SWITCHES):
+        entry = {
+            "name": api,
+            "level": "note",
+            "message": f"listed as not supported on NPU with PyTorch {version} by the reference migration tool "
+            f"({listed}): a switch of CUDA's kernels, which has no effect on NPU",
+            "suggestion": "nothing to rewrite: torch_npu chooses its own kernels (SDPA runs its fused kernel)",
+        }
     elif everyday(api):
         entry = {
             "name": api,
@@ -450,8 +571,7 @@ def version_entry(api: str, version: str) -> dict:
             "message": f"not supported on NPU with PyTorch {version} (listed by the reference migration tool "
             f"in {listed}, without a reason)",
         }
-        if api in VERSION_SUGGESTIONS:
-            entry["suggestion"] = VERSION_SUGGESTIONS[api]
+        entry["suggestion"] = VERSION_SUGGESTIONS.get(api) or subsystem_suggestion(api)
     entry["source"] = source
     return entry
 

@@ -316,6 +316,17 @@ def run_files(args: Namespace, options_at: Callable[[Path], RuleOptions], paths:
         )
         converted.update((id(target), outcome) for target, outcome in zip(group, outcomes))  # in order
     outcomes = [converted[id(t)] for t in targets]
+    if any(t.kind in ("python", "notebook") for t in targets) and len(targets) > 1:
+        from .project.reminders import settle
+
+        # a project's files: the torch_npu reminder once, as a repository conversion reports it
+        by_display = {o.target.display.replace(os.sep, "/"): o.target.path for o in outcomes}
+
+        def read(display: str) -> bytes:
+            with open(by_display[display], "rb") as fh:
+                return fh.read()
+
+        settle(outcomes, lambda o: o.target.display.replace(os.sep, "/"), read)
     out, err = sys.stdout, sys.stderr
     quiet = args.quiet
 

@@ -112,6 +112,10 @@ def run(
         if not any(e.kind == "file" and file_kind(e.rel) in ("python", "notebook") for e in entries):
             summary.nothing_to_convert = True
             warn_and_keep(f"input {src} is empty" if not entries else f"input {src} has no Python file or notebook")
+        from .project.reminders import torch_npu_once
+
+        # once per project, where the converted code imports torch_npu; Lightning's config keys where it is used
+        torch_npu_once(summary.results, lambda rel: (base / rel).read_bytes())
         if post_process is not None:
             post_process(base, staging, summary)
         from .reports.repository import write_reports

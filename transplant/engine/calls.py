@@ -77,6 +77,8 @@ class CallHandlers(State):
         if device_rule is None and method is not None:
             device_rule = self.rules.device_method.get(method)
         changed |= self._device_args(original_node, args, device_rule, bare)
+        if qualified == "functools.partial":  # partial(autocast, "cuda", enabled=False): as the direct call
+            changed |= self._partial_device_args(original_node, args)
         if self.rules.env or self.rules.env_prefixes:
             changed |= self._env_keywords(original_node, args)
         if self.rules.commands and qualified in RUNNERS:  # os.system("nvidia-smi"), subprocess.run([...])
@@ -267,6 +269,21 @@ class CallHandlers(State):
         for module in rule.get("imports", []):
             if self.b.original.get(module.split(".")[0]) is None:
                 self.needs_imports.add(module)
+        return True
+
+    def _partial_device_args(self, call: cst.Call, args: list[cst.Arg]) -> bool:
+        """``functools.partial(F, ...)``: the arguments after F are F's, and F's device rule applies
+        to them as it does to a direct call of F (its positions shifted by one)."""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return False
+        target = self.resolve_name(call.args[0].value)
+        rule = self.rules.device_q.get(target) if target is not None else None
+        if rule is None or target is None:
+            return False
+        rest = args[1:]
+        if not self._device_args(call.with_changes(args=call.args[1:]), rest, rule, target.rsplit(".", 1)[-1]):
+            return False
+        args[1:] = rest
         return True
 
     def _device_args(self, call: cst.Call, args: list[cst.Arg], rule: Rule | None, bare: str | None) -> bool:

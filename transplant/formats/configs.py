@@ -18,7 +18,7 @@ from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, skips_fil
 from ..resources import project_data
 from ..rules import RuleSet
 from ..session import Session
-from . import conda, framework_configs
+from . import compose, conda, framework_configs
 from .shell import env_edits, env_pattern
 from .requirements import pyproject_items, setup_cfg_items, toml_code
 
@@ -182,11 +182,13 @@ def may_convert(path: str, data: bytes, session: Session) -> bool:
         or (pattern is not None and pattern.search(data) is not None)
         or framework_configs.may_match(data)
         or conda.is_environment(path, data)
+        or compose.may_match(path, data)
     )
 
 
 def convert(path: str, data: bytes, session: Session) -> Conversion:
-    """The configuration's values, then frameworks' settings (accelerate, transformers, Lightning)
-    and a conda environment's packages (formats/framework_configs.py, formats/conda.py)."""
+    """The configuration's values, then frameworks' settings (accelerate, transformers, Lightning),
+    a conda environment's packages and a Compose file's NVIDIA devices (formats/framework_configs.py,
+    formats/conda.py, formats/compose.py)."""
     conv = convert_config(path, data, session.rules)
-    return conda.apply(path, data, framework_configs.apply(path, data, conv))
+    return compose.apply(path, data, conda.apply(path, data, framework_configs.apply(path, data, conv)))

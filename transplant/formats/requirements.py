@@ -76,9 +76,14 @@ def toml_code(raw: str) -> str:
     return raw
 
 
+# tables of pyproject.toml that name package indexes by url (uv, Poetry, PDM)
+_INDEX_TABLES = ("tool.uv.index", "tool.poetry.source", "tool.pdm.source")
+
+
 def pyproject_items(text: str) -> list[tuple[int, int, str]]:
     """Requirement strings of pyproject.toml: PEP 621 ``dependencies``/``optional-dependencies``,
-    ``build-system.requires``, and Poetry ``[...dependencies]`` tables (``name = "version"``)."""
+    ``build-system.requires``, and Poetry ``[...dependencies]`` tables (``name = "version"``); the
+    ``url`` of package indexes (uv, Poetry, PDM), where an index of CUDA builds is reported."""
     items = []
     table = ""
     array_key = ""
@@ -94,6 +99,10 @@ def pyproject_items(text: str) -> list[tuple[int, int, str]]:
             if table.endswith("dependencies") and table.startswith("tool.poetry") and not array_key:
                 items.append((number, key.start(1) + 1, key.group(1).strip('"')))
                 continue
+        if key and key.group(1) == "url" and table in _INDEX_TABLES:  # a package index: CUDA wheels?
+            for m in _QUOTED.finditer(line):
+                items.append((number, m.start(2) + 1, m.group(2)))
+            continue
         in_dependencies = array_key in ("dependencies", "requires") or table.endswith("optional-dependencies")
         if in_dependencies:
             for m in _QUOTED.finditer(line):

@@ -39,7 +39,13 @@ STATIC_WORDS = (
     b"attn_implementation",
     b"use_flash_attention_2",
     b"accelerator",
-)  # frameworks.WORDS
+    b"load_in_8bit",
+    b"load_in_4bit",
+    b"num_gpus",
+    b"gpus",
+    b"GPU",  # frameworks.WORDS
+    b"pip",  # installs.WORDS
+)
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
 

@@ -17,6 +17,8 @@ from . import NO_FACTS, OpSource, ProjectFacts
 from .frameworks import WORDS as FRAMEWORK_WORDS
 from .frameworks import framework_records
 from .builds import HELPER_WORDS, NPU_ROUTE, build_records, find_builds
+from .installs import WORDS as INSTALL_WORDS
+from .installs import install_records
 from .packages import setup_requirement_records
 from .pynames import bindings, column, import_bindings, parse, qualify, source_lines
 from .triton import triton_records
@@ -43,6 +45,8 @@ def python_findings(data: bytes, facts: ProjectFacts = NO_FACTS, path: str = "")
         records += setup_requirement_records(tree, names, lines)
     if _has(data, *FRAMEWORK_WORDS):
         records += framework_records(data, tree, names, lines)
+    if _has(data, *INSTALL_WORDS):
+        records += install_records(tree, names, lines)
     raw = data.splitlines()
     records = [r for r in records if not (r.line <= len(raw) and SKIP_LINE.search(raw[r.line - 1]))]
     records.sort(key=lambda r: (r.line, r.col))

@@ -9,6 +9,12 @@
   lightning, pytorch_lightning or lightning_fabric): reported, not rewritten; Lightning has no NPU
   accelerator upstream.
 
+* Settings that ask for CUDA devices in a library's own terms (``settings`` of the data file):
+  ``from_pretrained(load_in_8bit=True)`` (bitsandbytes), Ray's ``num_gpus=`` and ``{"GPU": 1}``
+  bundles, Lightning 1.x's ``gpus=`` and ``accelerator="ddp"``: one finding at the value, with the
+  NPU route. A keyword given as a variable, ``0``, ``None`` or ``False`` asks for nothing and says
+  nothing.
+
 Code that uses DeepSpeed's ``get_accelerator()`` needs nothing and gets nothing. Works on a CPython
 ``ast`` tree; never rewrites code. The configuration files' side is formats/framework_configs.py.
 """
@@ -25,7 +31,16 @@ from .pynames import column
 DATA = "frameworks.json"
 RULE = "frameworks.json"
 # a file is scanned only when its bytes contain one of these (project.STATIC_WORDS)
-WORDS = (b"attn_implementation", b"use_flash_attention_2", b"accelerator")
+WORDS = (
+    b"attn_implementation",
+    b"use_flash_attention_2",
+    b"accelerator",
+    b"load_in_8bit",
+    b"load_in_4bit",
+    b"num_gpus",
+    b"gpus",
+    b"GPU",
+)
 
 
 class Position(Protocol):
@@ -149,6 +164,71 @@ def _lightning(tree: ast.Module, names: dict[str, str], lines: list[str]) -> lis
     return records
 
 
+def _asks(value: ast.expr, wanted: object) -> str | None:
+    """The constant ``value`` as text when it is one that asks for CUDA (see the data file)."""
+    if not isinstance(value, ast.Constant) or value.value is None or value.value is False:
+        return None
+    if wanted == "nonzero":
+        if isinstance(value.value, bool) or not isinstance(value.value, (int, float, str)):
+            return None
+        text = str(value.value)
+        return None if text.strip() in ("", "0", "0.0", "[]") else text
+    if (
+        isinstance(wanted, list)
+        and value.value in wanted
+        and type(value.value) is type(wanted[wanted.index(value.value)])
+    ):
+        return str(value.value)
+    return None
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _fill(text: str, keyword: str, value: str) -> str:
+    """``{keyword}`` and ``{value}`` filled in (the texts hold other braces: ``{"NPU": n}``)."""
+    return text.replace("{keyword}", keyword).replace("{value}", value)
+
+
+def _setting_record(lines: list[str], node: Position, entry: dict, keyword: str, value: str) -> Record:
+    return _record(
+        lines,
+        node,
+        CODES[entry["code"]],
+        entry["level"],
+        entry["api"],
+        _fill(entry["message"], keyword, value),
+        _fill(entry["suggestion"], keyword, value),
+    )
+
+
+def _settings(tree: ast.Module, names: dict[str, str], lines: list[str], data: bytes) -> list[Record]:
+    roots = {q.split(".", 1)[0] for q in names.values()}
+    records: list[Record] = []
+    for entry in project_data(DATA)["settings"]["entries"]:
+        if "modules" in entry and not roots & set(entry["modules"]):
+            continue
+        if not any(w.encode() in data for w in entry.get("keywords", entry.get("dict_keys", []))):
+            continue
+        calls = set(entry.get("calls", ()))
+        for node in ast.walk(tree):
+            if "keywords" in entry and isinstance(node, ast.Call) and (not calls or _callee(node) in calls):
+                for kw in node.keywords:
+                    if (
+                        kw.arg
+                        and kw.arg in entry["keywords"]
+                        and (text := _asks(kw.value, entry["values"])) is not None
+                    ):
+                        records.append(_setting_record(lines, kw.value, entry, kw.arg, text))
+            elif "dict_keys" in entry and isinstance(node, ast.Dict):
+                for key in node.keys:
+                    if key is not None and (text := _text(key)) is not None and text in entry["dict_keys"]:
+                        records.append(_setting_record(lines, key, entry, text, text))
+    return records
+
+
 def framework_records(data: bytes, tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
     """The findings of one Python file (its bytes contain one of ``WORDS``)."""
     records: list[Record] = []
@@ -156,4 +236,5 @@ def framework_records(data: bytes, tree: ast.Module, names: dict[str, str], line
         records += _attention(tree, lines)
     if b"accelerator" in data:
         records += _lightning(tree, names, lines)
+    records += _settings(tree, names, lines, data)
     return records

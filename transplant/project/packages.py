@@ -34,6 +34,30 @@ def package(name: str) -> dict | None:
     return None
 
 
+_UPPER = re.compile(r"(==|<=|<|~=)\s*v?(\d+(?:\.\d+)*)")
+
+
+def _version(text: str) -> tuple[int, ...]:  # (release numbers only: pre-releases sort as the release)
+    return tuple(int(part) for part in text.split("."))
+
+
+def pinned_below(specifier: str, below: str) -> bool:
+    """Does the requirement's version specifier (``==0.3.0``, ``<0.5``, ``~=0.6.1``) keep the
+    package under ``below``? An unpinned requirement or a lower bound alone does not."""
+    limit = _version(below)
+    for op, version in _UPPER.findall(specifier.split(";", 1)[0]):
+        v = _version(version)
+        padded = v + (0,) * (len(limit) - len(v))
+        if (op == "<" and padded <= limit) or (op in ("==", "<=") and padded < limit):
+            return True
+        if op == "~=":  # ~=X.Y.Z: below X.(Y+1)
+            prefix = v[:-1] or v
+            upper = prefix[:-1] + (prefix[-1] + 1,)
+            if upper + (0,) * (len(limit) - len(upper)) <= limit:
+                return True
+    return False
+
+
 def _record(line: int, col: int, length: int, code: str, api: str, message: str, suggestion: str) -> Record:
     return Record(
         line, col, line, col + length, code, "warning", "dependency", message, RULE, api=api, suggestion=suggestion
@@ -71,6 +95,8 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
         if name == "torch" and torch_at is None:
             torch_at = (line, start)
         entry = package(name)
+        if entry is not None and "below" in entry and not pinned_below(text[m.end(1) :], entry["below"]):
+            entry = None  # a release that supports NPUs is allowed
         if entry is not None:
             records.append(
                 _record(

@@ -6,13 +6,15 @@ operators and libraries are built by transplant.reports.sheets from the same rec
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from ..filetypes import FileResult
-from ..records import Record, needs_hand_rewrite
+from ..codes import NOT_CONVERTED
+from ..records import Record
 from .columns import Column, csv_text, position, sheet
+from .rulenames import rule_label
 from .xlsx import BOLD, BOLD_PERCENT, PERCENT, write_workbook
 
 CHANGE_LIST = "change_list.csv"
@@ -30,9 +32,11 @@ class ApiCount(NamedTuple):
 class FileSummary(NamedTuple):
     file: str
     converted: int
-    unsupported: int
-    rate: float
-    error: str
+    errors: int
+    warnings: int
+    notes: int
+    rate: float | str  # "": nothing to convert or rewrite
+    error: str  # why the file could not be parsed
 
 
 # change_list.csv: one line per change, an item is (the file's result, the change)
@@ -42,35 +46,38 @@ CHANGE_COLUMNS = (
     Column("End Line", 0, lambda item: item[1].end_line),
     Column("Operation Type", 0, lambda item: item[1].operation),
     Column("Message", 0, lambda item: item[1].shown_message),
-    Column("Rule", 0, lambda item: item[1].rule),
+    Column("Rule", 0, lambda item: rule_label(item[1].rule, item[1].api)),
     Column("Code", 0, lambda item: item[1].code),
 )
 # the Unsupported sheet: one row per finding of a file, identical ones counted (findings.Row);
 # Line is the first of "Lines"
 UNSUPPORTED_COLUMNS = (
-    Column("File", 40, lambda row: row.path),
+    Column("File", 28, lambda row: row.path, wrap=True),
     Column("Line", 8, lambda row: row.first.line),
-    Column("Converted line", 14, lambda row: row.converted_line),
+    Column("Converted line", 10, lambda row: row.converted_line),
     Column("Column", 8, lambda row: row.first.col),
-    Column("API", 45, lambda row: row.first.api),
-    Column("Level", 10, lambda row: row.first.level),
-    Column("Message", 70, lambda row: row.message),
-    Column("Suggestion", 40, lambda row: row.first.suggestion),
-    Column("Count", 8, lambda row: row.count),
-    Column("Lines", 30, lambda row: row.shown_lines() if row.count > 1 else ""),
+    Column("API", 28, lambda row: row.first.api, wrap=True),
+    Column("Level", 9, lambda row: row.first.level),
+    Column("Message", 48, lambda row: row.message, wrap=True),
+    Column("Suggestion", 48, lambda row: row.first.suggestion, wrap=True),
+    Column("Count", 7, lambda row: row.count),
+    Column("Lines", 16, lambda row: row.shown_lines() if row.count > 1 else "", wrap=True),
 )
 API_COUNT_COLUMNS = (
-    Column("API", 50, lambda row: row.api),
-    Column("Level", 10, lambda row: row.level),
+    Column("API", 60, lambda row: row.api, wrap=True),
+    Column("Level", 9, lambda row: row.level),
     Column("Occurrences", 12, lambda row: row.occurrences),
     Column("Files", 8, lambda row: row.files),
 )
 SUMMARY_COLUMNS = (
-    Column("File", 50, lambda row: row.file),
-    Column("Converted references", 20, lambda row: row.converted),
-    Column("Unsupported references", 22, lambda row: row.unsupported),
-    Column("Conversion rate", 16, lambda row: row.rate),
-    Column("Error", 50, lambda row: row.error),
+    Column("File", 50, lambda row: row.file, wrap=True),
+    Column("Converted references", 12, lambda row: row.converted),
+    Column("Unsupported references", 12, lambda row: row.errors + row.warnings),
+    Column("Conversion rate", 11, lambda row: row.rate),
+    Column("Errors", 8, lambda row: row.errors),
+    Column("Warnings", 10, lambda row: row.warnings),
+    Column("Notes", 8, lambda row: row.notes),
+    Column("Not parsed", 50, lambda row: row.error, wrap=True),
 )
 
 
@@ -154,18 +161,23 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     libraries = sheet("Libraries", LIBRARY_COLUMNS, library_rows(results))
 
     summary: list[FileSummary] = []
-    total_conv = total_uns = 0
     for res in results:
         if res.kind == "other":
             continue
         conv = len(res.changes)
-        uns = sum(1 for r in res.findings if needs_hand_rewrite(r))  # notes are not to rewrite
-        if not conv and not uns and not res.error:
-            continue
-        total_conv += conv
-        total_uns += uns
-        summary.append(FileSummary(res.path, conv, uns, _rate(conv, uns), res.error or ""))
-    summary.append(FileSummary("TOTAL", total_conv, total_uns, _rate(total_conv, total_uns), ""))
+        levels = Counter(r.level for r in res.findings if r.code != NOT_CONVERTED)
+        if not conv and not levels and not res.error:
+            continue  # a file that needed no change and has nothing to say has no row
+        uns = levels["error"] + levels["warning"]  # notes are not to rewrite
+        # a file with notes alone has no conversion rate at all (an empty cell), not 0% or 100%
+        rate = _rate(conv, uns) if conv or uns or res.error else ""
+        summary.append(
+            FileSummary(res.path, conv, levels["error"], levels["warning"], levels["note"], rate, res.error or "")
+        )
+    conv, errors, warnings, notes = (
+        sum(getattr(f, name) for f in summary) for name in ("converted", "errors", "warnings", "notes")
+    )
+    summary.append(FileSummary("TOTAL", conv, errors, warnings, notes, _rate(conv, errors + warnings), ""))
     totals = sheet("Summary", SUMMARY_COLUMNS, summary)
     last = len(summary) + 1  # the TOTAL row, in bold; the rates as percentages
     rate = position(SUMMARY_COLUMNS, "Conversion rate")

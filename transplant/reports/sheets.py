@@ -33,16 +33,16 @@ class LibraryRow(NamedTuple):
 
 
 OPERATOR_COLUMNS = (
-    Column("File", 40, lambda row: row.file),
-    Column("Operator", 40, lambda row: row.operator),
-    Column("Registration line", 16, lambda row: row.line),
-    Column("Calls found", 70, lambda row: row.calls),
+    Column("File", 40, lambda row: row.file, wrap=True),
+    Column("Operator", 40, lambda row: row.operator, wrap=True),
+    Column("Registration line", 13, lambda row: row.line),
+    Column("Calls found", 70, lambda row: row.calls, wrap=True),
 )
 LIBRARY_COLUMNS = (
-    Column("Library", 30, lambda row: row.library),
+    Column("Library", 30, lambda row: row.library, wrap=True),
     Column("Uses", 8, lambda row: row.uses),
-    Column("Where", 60, lambda row: row.where),
-    Column("NPU route", 70, lambda row: row.route),
+    Column("Where", 60, lambda row: row.where, wrap=True),
+    Column("NPU route", 70, lambda row: row.route, wrap=True),
 )
 
 

@@ -2,7 +2,9 @@
 with openpyxl in write-only mode.
 
 Owns the file format only: sheets of rows (str, int, float) with a styled, frozen, filterable
-header row, column widths, and a few cell styles (bold, percent). What goes into the cells is
+header row (repeated on every printed page), column widths, wrapped text columns, a few cell styles
+(bold, percent, one fill per finding level), numbers centred so that neighbouring number and text
+cells do not read as one, and a print layout one page wide (landscape). What goes into the cells is
 repository.py's business. openpyxl is imported only when a workbook is written (repository mode),
 never by --check, stdin or the language server. The same sheets give the same bytes: the archive's
 dates and the document's are fixed.
@@ -18,9 +20,12 @@ from pathlib import Path
 from typing import Sequence
 
 # cell styles
-PLAIN, HEADER, PERCENT, BOLD, BOLD_PERCENT = range(5)
+PLAIN, HEADER, PERCENT, BOLD, BOLD_PERCENT, ERROR, WARNING, NOTE = range(8)
 HEADER_FILL = "00305496"
 HEADER_FONT = "00FFFFFF"
+# fills of the finding levels (light red, light amber, light grey: the text stays black and readable in print)
+LEVEL_FILLS = {ERROR: "00F8CBAD", WARNING: "00FFE699", NOTE: "00E7E6E6"}
+LEVEL_STYLES = {"error": ERROR, "warning": WARNING, "note": NOTE}
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip archive can hold
 # characters XML 1.0 cannot carry: written as the format's own escape, _xHHHH_ (openpyxl refuses them)
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]|_(?=x[0-9A-Fa-f]{4}_)")
@@ -33,6 +38,37 @@ class Sheet:
     widths: list[float]
     rows: list[list[object]] = field(default_factory=list)
     styles: dict[tuple[int, int], int] = field(default_factory=dict)  # (row, column), 1-based -> style
+    wrap: frozenset[int] = frozenset()  # 1-based columns whose text wraps within the column's width
+
+
+LINE_HEIGHT = 15.0  # points, a line of 11-point text
+
+
+def row_lines(row: Sequence[object], widths: Sequence[float], wrap: frozenset[int]) -> int:
+    """How many lines of text the row needs: its wrapped cells' text, broken at the words that fill
+    each column's width (a column of width w holds about 1.2 w characters of text, less one for the margins)."""
+    most = 1
+    for c in wrap:
+        value = row[c - 1] if c <= len(row) else None
+        if not isinstance(value, str) or not value:
+            continue
+        room = max(1, int(widths[c - 1] * 1.2) - 1)  # (text of 11-point Calibri is narrower than its digits)
+        most = max(most, sum(_wrapped_lines(line, room) for line in value.splitlines() or [""]))
+    return most
+
+
+def _wrapped_lines(text: str, room: int) -> int:
+    lines, used = 1, 0
+    for word in text.split(" "):
+        while len(word) > room:  # a word wider than the column breaks anywhere
+            lines += 1 if used else 0
+            word, used = word[room:], 0
+            lines += 1 if word else 0
+        if used and used + 1 + len(word) > room:
+            lines, used = lines + 1, len(word)
+        else:
+            used += len(word) + (1 if used else 0)
+    return lines
 
 
 def column_letter(n: int) -> str:
@@ -94,7 +130,21 @@ def _styles() -> dict[int, dict[str, object]]:
         PERCENT: {"number_format": "0.0%"},
         BOLD: {"font": bold},
         BOLD_PERCENT: {"font": bold, "number_format": "0.0%"},
+        **{style: {"fill": PatternFill("solid", fgColor=colour)} for style, colour in LEVEL_FILLS.items()},
     }
+
+
+def _alignment(value: object, wrap: bool, header: bool):
+    """Top-aligned cells (a wrapped neighbour makes a row tall); numbers centred; text wrapped in
+    the columns of long text."""
+    from openpyxl.styles import Alignment
+
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return Alignment(
+        horizontal="center" if number else None,
+        vertical="center" if header else "top",
+        wrap_text=True if wrap or header else None,
+    )
 
 
 def write_workbook(path: Path, sheets: list[Sheet]) -> None:
@@ -108,14 +158,16 @@ def write_workbook(path: Path, sheets: list[Sheet]) -> None:
     workbook = Workbook(write_only=True)
     workbook.properties.created = workbook.properties.modified = datetime(*FIXED_DATE)
 
-    def cell(sheet, value: object, style: int):
+    def cell(sheet, value: object, style: int, wrap: bool):
         if value == "":
             value = None
         c = WriteOnlyCell(sheet, value=_text(value) if isinstance(value, str) else value)
         if isinstance(value, str):
             c.data_type = "s"  # text is never a formula, even when it starts with "="
+        c.alignment = _alignment(value, wrap, style == HEADER)
         for name, setting in styles[style].items():
-            setattr(c, name, setting)
+            if name != "alignment":
+                setattr(c, name, setting)
         return c
 
     for sheet in sheets:
@@ -123,13 +175,33 @@ def write_workbook(path: Path, sheets: list[Sheet]) -> None:
         ws.freeze_panes = "A2"
         for i, width in enumerate(sheet.widths, start=1):
             ws.column_dimensions[column_letter(i)].width = width
-        ws.auto_filter.ref = f"A1:{column_letter(len(sheet.header))}{len(sheet.rows) + 1}"
+        last = f"{column_letter(len(sheet.header))}{len(sheet.rows) + 1}"
+        ws.auto_filter.ref = f"A1:{last}"
+        _print_layout(ws, last)
         table: list[Sequence[object]] = [sheet.header, *sheet.rows]
         for r, row in enumerate(table, start=1):
+            lines = row_lines(row, sheet.widths, sheet.wrap if r > 1 else frozenset(range(1, len(row) + 1)))
+            if lines > 1:  # (a spreadsheet program does not grow a row that a file gives no height)
+                ws.row_dimensions[r].height = LINE_HEIGHT * lines + 2
             ws.append(
                 [
-                    cell(ws, value, HEADER if r == 1 else sheet.styles.get((r, c), PLAIN))
+                    cell(ws, value, HEADER if r == 1 else sheet.styles.get((r, c), PLAIN), c in sheet.wrap)
                     for c, value in enumerate(row, start=1)
                 ]
             )
     ExcelWriter(workbook, _FixedDates(path, "w", zipfile.ZIP_DEFLATED)).save()
+
+
+def _print_layout(ws, last: str) -> None:
+    """One page wide, as many pages tall as the rows need, landscape, the header on every page."""
+    ws.print_area = f"A1:{last}"
+    ws.print_title_rows = "1:1"
+    from openpyxl.worksheet.properties import PageSetupProperties
+
+    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0  # 0: no limit on the number of pages down
+    ws.page_setup.orientation = "landscape"
+    ws.page_setup.paperSize = "9"  # A4
+    ws.page_margins.left = ws.page_margins.right = 0.4
+    ws.page_margins.top = ws.page_margins.bottom = 0.5
