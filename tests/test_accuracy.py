@@ -340,8 +340,11 @@ def test_docstring_and_future_imports_stay_first():
 
 def write_unit(folder: Path, data: dict, stack: dict | None = None) -> Path:
     folder.mkdir(parents=True)
-    (folder / "dump.json").write_text(json.dumps({"task": "statistics", "level": "mix", "data": data}))
+    (folder / "dump.json").write_text(
+        json.dumps({"task": "statistics", "level": "mix", "framework": "pytorch", "data": data})
+    )
     (folder / "stack.json").write_text(json.dumps(stack or {}))
+    (folder / "construct.json").write_text("{}")
     return folder
 
 
@@ -561,3 +564,209 @@ def test_a_distributed_script_is_instrumented_in_its_loop_after_its_set_up():
     assert "    for step in range(10):\n        accuracy_debugger.start(model)  # accuracy mode" in text
     assert text.index("seed_all(") < text.index("def main():")
     assert text.count("import os\n") == 1 and r.loops == [8] and not r.warnings
+
+
+# ---- the guide's steps (issue 37): unmatched rows, both table formats, overflow, loss, parameters
+
+T = {
+    "type": "torch.Tensor",
+    "dtype": "torch.float16",
+    "shape": [2, 2],
+    "Max": 1.0,
+    "Min": -1.0,
+    "Mean": 0.0,
+    "Norm": 1.0,
+}
+HEADER = ["NPU Name", "Bench Name", "Result", "Err_message", "MaxRelativeErr"]
+
+
+def write_table(path: Path, rows: list[list[str]]) -> Path:
+    if path.suffix == ".xlsx":
+        from openpyxl import Workbook
+
+        book = Workbook()
+        for row in [HEADER, *rows]:
+            book.active.append(row)
+        book.save(path)
+    else:
+        import csv
+
+        with open(path, "w", newline="") as f:
+            csv.writer(f).writerows([HEADER, *rows])
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
+def test_a_row_without_bench_counterpart_is_unmatched_not_pass(tmp_path, suffix):
+    """msprobe 26.2 writes pass for a row whose bench name is N/A; it counts as unmatched, and
+    the first such row is named with its line, before the first failing item after it."""
+    unit = write_unit(
+        tmp_path / "proj" / "accuracy_dump" / "step0" / "rank0",
+        {},
+        {"0": [["Tensor.__mul__.0.forward"], FRAMES[1:]], "1": [["Functional.linear.1.forward"], FRAMES]},
+    )
+    table = write_table(
+        tmp_path / f"compare_result_1{suffix}",
+        [
+            ["Functional.linear.0.forward.output.0", "Functional.linear.0.forward.output.0", "pass", "[]", "0"],
+            ["Tensor.__mul__.0.forward.output.0", "N/A", "pass", "[]", "N/A"],
+            ["Functional.linear.1.forward.output.0", "Functional.linear.1.forward.output.0", "warning", "[]", "0.1"],
+        ],
+    )
+    summary = compare.Summary()
+    compare._read_table(summary, ("step0", "rank0"), unit, table)
+    assert summary.counts == {"pass": 1, "warning": 1, "error": 0, "unmatched": 1}
+    assert summary.unmatched is not None and summary.unmatched.name == "Tensor.__mul__.0.forward.output.0"
+    assert summary.unmatched.source == "/home/u/proj/train.py:21 in forward: return self.fc2(self.drop(x))"
+    assert summary.first is not None and summary.first.name == "Functional.linear.1.forward.output.0"
+    text = compare._text(summary, 1)
+    assert "1 unmatched (no counterpart on the other side)" in text
+    assert "first item with no counterpart in the golden run (step0/rank0): Tensor.__mul__.0.forward.output.0" in text
+
+
+def test_both_table_formats_are_found_and_read_alike(tmp_path):
+    from transplant.accuracy import tables
+
+    rows = [["a", "a", "pass", "[]", "0"], ["b", "N/A", "pass", "[]", ""]]
+    csv_rows = list(tables.rows(write_table(tmp_path / "compare_result_1.csv", rows)))
+    xlsx_rows = list(tables.rows(write_table(tmp_path / "compare_result_2.xlsx", rows)))
+    assert csv_rows == xlsx_rows == [dict(zip(HEADER, r)) for r in rows]
+    assert sorted(p.name for p in tables.found(tmp_path)) == ["compare_result_1.csv", "compare_result_2.xlsx"]
+
+
+def test_first_overflow_is_the_first_item_that_overflows_from_finite_inputs(tmp_path):
+    inf = dict(T, Max=float("inf"))
+    unit = write_unit(
+        tmp_path / "u",
+        {
+            "Torch.empty.0.forward": {"input_args": [], "output": [dict(T, Max=float("nan"))]},  # msprobe ignores it
+            "Functional.linear.0.forward": {"input_args": [T], "output": [T]},
+            "Torch.square.0.forward": {"input_args": [T], "output": [inf]},
+            "Functional.relu.0.forward": {"input_args": [inf], "output": [inf]},  # propagated, not the origin
+        },
+    )
+    assert dumps.first_overflow(unit) == ("Torch.square.0.forward", "output.0", "Max", float("inf"))
+    assert dumps.first_nan_inf(unit)[0] == "Torch.empty.0.forward"
+    propagated = write_unit(tmp_path / "p", {"Functional.relu.0.forward": {"input_args": [inf], "output": [inf]}})
+    assert dumps.first_overflow(propagated) is None
+
+
+def overflow_dump(root: Path, overflow_rank: str | None, step: str = "step0") -> Path:
+    for rank in ("rank0", "rank1"):
+        bad = rank == overflow_rank
+        write_unit(
+            root / step / rank,
+            {
+                "Functional.linear.0.forward": {"input_args": [T], "output": [T]},
+                "Torch.square.0.forward": {"input_args": [T], "output": [dict(T, Max=float("inf")) if bad else T]},
+            },
+            {"0": [["Torch.square.0.forward"], FRAMES[1:]]},
+        )
+    return root
+
+
+@pytest.mark.parametrize("use_msprobe", [True, False])
+def test_overflow_task_names_the_operator_its_step_rank_and_line(tmp_path, capsys, monkeypatch, use_msprobe):
+    if use_msprobe and importlib.util.find_spec("msprobe") is None:
+        pytest.skip("needs mindstudio-probe")
+    if not use_msprobe:
+        monkeypatch.setattr(compare, "PACKAGE", "mindstudio-probe-not-a-package")
+    overflow_dump(tmp_path / "t", None, "step0")
+    overflow_dump(tmp_path / "t", "rank1", "step1")
+    overflow_dump(tmp_path / "g", None, "step0")
+    overflow_dump(tmp_path / "g", None, "step1")
+    argv = ["compare", "--task", "overflow", "--target", str(tmp_path / "t"), "-o", str(tmp_path / "o")]
+    assert main([*argv, "--golden", str(tmp_path / "g")]) == 1
+    text = capsys.readouterr().out
+    assert (
+        "the target run: first operator that overflows (step1/rank1): Torch.square.0.forward output.0 (Max = inf)"
+        in text
+    ), text
+    assert "  called from: /home/u/proj/train.py:21 in forward: return self.fc2(self.drop(x))" in text
+    assert ("found by: msprobe overflow_check" if use_msprobe else "found by: transplant's scan") in text
+    assert "the golden run: no operator overflows" in text
+    assert main(["compare", "--task", "overflow", "--target", str(tmp_path / "g"), "-o", str(tmp_path / "o")]) == 0
+
+
+def log(path: Path, values: list[float], form: str = "step {i} loss {v}") -> Path:
+    path.write_text("".join(f"epoch 0 {form.format(i=i, v=v)} lr 0.1\n" for i, v in enumerate(values)))
+    return path
+
+
+def test_loss_curves_that_agree_pass_with_a_table_and_a_plot(tmp_path, capsys):
+    golden = log(tmp_path / "g.log", [2.5, 2.25, 2.0])
+    target = log(tmp_path / "t.log", [2.5, 2.2501, 2.0])
+    argv = ["compare", "--task", "loss", "--golden", str(golden), "--target", str(target), "-o", str(tmp_path / "o")]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "3 common steps, 3 within the tolerance (0.01 relative), 0 past it" in text
+    assert re.search(r"^\s+1\s+2\.25\s+2\.2501\s+0\.0001\s+4\.44e-05\s+ok$", text, re.M), text
+    assert "the loss curves agree" in text
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / "o" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main([*argv, "--tolerance", "1e-6", "--format", "json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "fail" and result["first_failing"] == 1
+
+
+def test_loss_past_the_tolerance_fails_at_its_step(tmp_path, capsys):
+    golden = log(tmp_path / "g.log", [2.5, 2.25, 2.0, 1.8])
+    target = log(tmp_path / "t.log", [2.5, 2.25, 2.1, float("nan")])
+    argv = ["compare", "--task", "loss", "--golden", str(golden), "--target", str(target), "-o", str(tmp_path / "o")]
+    assert main(argv) == 1
+    text = capsys.readouterr().out
+    assert "2 past it" in text and "first step past the tolerance: 2" in text
+    assert re.search(r"^\s+3\s+1\.8\s+nan\s+.*PAST TOLERANCE$", text, re.M), text
+    assert main([*argv, "--tolerance", "0.1"]) == 1  # NaN fails whatever the tolerance
+
+
+def test_loss_pattern_with_a_step_group_and_the_note_without_matplotlib(tmp_path, capsys, monkeypatch):
+    golden = log(tmp_path / "g.log", [1.0, 0.5], "iter {i}: lm loss {v:.4E}")
+    target = log(tmp_path / "t.log", [1.0, 0.5, 0.25], "iter {i}: lm loss {v:.4E}")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    pattern = r"iter (?P<step>\d+): lm loss (?P<loss>\S+)"
+    argv = ["compare", "--task", "loss", "--golden", str(golden), "--target", str(target), "-o", str(tmp_path / "o")]
+    assert main([*argv, "--pattern", pattern]) == 0
+    text = capsys.readouterr().out
+    assert "2 common steps" in text
+    assert "note: the target log has 1 step the other has not (from step 2)" in text
+    assert "note: no plot: matplotlib is not installed" in text and not (tmp_path / "o" / "loss.png").exists()
+    assert main([*argv, "--pattern", "no such (line"]) == 2
+    assert main([*argv, "--pattern", "nothing matches this"]) == 2
+    err = capsys.readouterr().err
+    assert "--pattern 'no such (line'" in err and "no loss matches the pattern" in err
+
+
+def module(params: dict) -> dict:
+    return {"input_args": [T], "output": [T], "parameters": params}
+
+
+def param(shape: list[int], dtype: str = "torch.float32", grad: bool = True) -> dict:
+    return dict(T, shape=shape, dtype=dtype, requires_grad=grad)
+
+
+def test_params_task_names_a_planted_difference(tmp_path, capsys):
+    golden = {
+        "Module.fc1.Linear.forward.0": module({"weight": param([32, 16]), "bias": param([32])}),
+        "Module.blocks.0.attn.Linear.forward.0": module({"weight": param([8, 8], grad=False)}),
+        "Module.fc2.Linear.forward.0": module({"weight": param([4, 32]), "bias": param([4])}),
+        "Functional.linear.0.forward": {"input_args": [T], "output": [T]},
+    }
+    write_unit(tmp_path / "g" / "step0" / "rank0", golden)
+    write_unit(tmp_path / "t" / "step0" / "rank0", golden)
+    argv = ["compare", "--task", "params", "--golden", str(tmp_path / "g"), "--target", str(tmp_path / "t")]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "all parameters         golden 5 tensors, 740 values; target 5 tensors, 740 values\n" in text
+    assert "trainable parameters   golden 4 tensors, 676 values" in text
+    assert "same names, shapes, dtypes and trainable flags" in text
+    planted = dict(golden)
+    planted["Module.fc2.Linear.forward.0"] = module({"weight": param([4, 32], "torch.float16")})
+    planted["Module.blocks.0.attn.Linear.forward.0"] = module({"weight": param([8, 8])})
+    write_unit(tmp_path / "t2" / "step0" / "rank0", planted)
+    assert main(argv[:-1] + [str(tmp_path / "t2")]) == 1
+    text = capsys.readouterr().out
+    assert "fc2.bias: only in the golden run ([4] float32)" in text
+    assert "fc2.weight: dtype torch.float32 in the golden run, torch.float16 in the target run" in text
+    assert "blocks.0.attn.weight: frozen in the golden run, trainable in the target run" in text
+    assert "target 4 tensors, 736 values  DIFFERENT" in text

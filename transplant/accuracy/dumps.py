@@ -4,6 +4,10 @@ Inf in a statistics dump (``dump.json``).
 
 msprobe lays a dump out as ``DUMP/step<N>/rank<R>/`` (``proc<pid>`` instead of ``rank<R>`` when the
 run is not distributed), each with ``dump.json``, ``stack.json`` and ``construct.json``.
+
+An overflow, as msprobe's ``overflow_check`` defines it (``msprobe/overflow_check/graph.py``,
+``DataNode.is_anomaly``): an item whose output's Max or Min is NaN or Inf while none of its inputs'
+is; fp16 overflows past 65504 show as Inf.
 """
 
 from __future__ import annotations
@@ -144,32 +148,76 @@ def _user_frame(frames: list, unit: Path) -> str | None:
 
 # ---- NaN and Inf in statistics
 
+INPUTS = ("input_args", "input_kwargs", "input")
+OUTPUTS = ("output",)
 
-def first_nan_inf(unit: Path) -> tuple[str, str, str, object] | None:
-    """(item, argument, statistic, value) of the first NaN/Inf statistic in execution order."""
+
+def _data(unit: Path) -> dict:
     try:
         data = json.loads((unit / "dump.json").read_text()).get("data", {})
     except (OSError, ValueError, AttributeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def first_overflow(unit: Path) -> tuple[str, str, str, object] | None:
+    """(item, argument, statistic, value) of the first item in execution order whose output
+    overflows from finite inputs (the empty and fill APIs left out, as msprobe does)."""
+    for name, record in _data(unit).items():
+        if not isinstance(record, dict) or "Torch.empty" in name or "Torch.fill" in name:
+            continue
+        if any(_scan(record.get(key), key, ("Max", "Min")) for key in INPUTS):
+            continue
+        found = _scan(record.get("output"), "output", ("Max", "Min"))
+        if found is not None:
+            return (name, *found)
+    return None
+
+
+def described(key: tuple[str, str], unit: Path, found: tuple[str, str, str, object] | None) -> dict | None:
+    """A found statistic as the summaries show it, with the line of user code it came from."""
+    if found is None:
         return None
-    for name, record in data.items():
+    item, where, stat, value = found
+    return {
+        "step": key[0],
+        "rank": key[1],
+        "name": item,
+        "argument": where,
+        "statistic": stat,
+        "value": str(value),
+        "source": source_line(unit, item),
+    }
+
+
+def shown(label: str, n: dict) -> str:
+    where = "/".join(filter(None, (n["step"], n["rank"])))
+    return f"{label}{f' ({where})' if where else ''}: {n['name']} {n['argument']} ({n['statistic']} = {n['value']})" + (
+        f", called from {n['source']}" if n["source"] else ""
+    )
+
+
+def first_nan_inf(unit: Path) -> tuple[str, str, str, object] | None:
+    """(item, argument, statistic, value) of the first NaN/Inf statistic in execution order."""
+    for name, record in _data(unit).items():
         found = _scan(record, "")
         if found is not None:
             return (name, *found)
     return None
 
 
-def _scan(value, where: str):
+def _scan(value, where: str, statistics: tuple[str, ...] = STATISTICS):
     if isinstance(value, dict):
-        for stat in STATISTICS:
+        for stat in statistics:
             if stat in value and _bad(value[stat]):
                 return where or "value", stat, value[stat]
         for key, sub in value.items():
-            found = _scan(sub, f"{where}.{key}" if where else str(key))
+            found = _scan(sub, f"{where}.{key}" if where else str(key), statistics)
             if found is not None:
                 return found
     elif isinstance(value, list):
         for i, sub in enumerate(value):
-            found = _scan(sub, f"{where}.{i}" if where else str(i))
+            found = _scan(sub, f"{where}.{i}" if where else str(i), statistics)
             if found is not None:
                 return found
     return None
