@@ -33,6 +33,7 @@ PROJECT = FIXTURES / "accuracy" / "project"
 EXPECTED = FIXTURES / "accuracy" / "expected"
 START = "accuracy_debugger.start("
 CLOSE = ["accuracy_debugger.stop()", "accuracy_debugger.step()"]
+ENV_LINE = 'import os\nos.environ.setdefault("TORCH_NPU_FALLBACK_CPU_DISABLE", "1")\n'
 
 
 def accuracy(
@@ -230,7 +231,8 @@ def test_trainer_class_with_self_model_and_a_while_loop():
         """)
     text = r.source.decode()
     assert "        while batches:\n            accuracy_debugger.start(self.model)" in text
-    assert text.count("import os\n") == 1 and not r.warnings
+    # the environment block imports os itself, before the file's imports (torch_npu reads it on import)
+    assert text.count("import os\n") == 2 and text.index(ENV_LINE) < text.index("import torch") and not r.warnings
 
 
 def test_step_in_a_called_function_and_another_model_name():
@@ -332,7 +334,9 @@ def test_docstring_and_future_imports_stay_first():
         model = torch.nn.Linear(2, 2)
         ''')
     text = r.source.decode()
-    assert text.startswith('"""Doc."""\nfrom __future__ import annotations\nimport torch\n\n# accuracy mode')
+    assert text.startswith('"""Doc."""\nfrom __future__ import annotations\n# accuracy mode (transplant): on the NPU')
+    assert f"{ENV_LINE}import torch\n\n# accuracy mode (transplant): dumps" in text
+    compile(text, "train.py", "exec")
 
 
 # ---- the dumps
@@ -484,10 +488,33 @@ def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_pa
         == 0
     )
     bench, msft = tmp_path / "project_accuracy_bench", tmp_path / "project_msft_accuracy"
-    golden = losses(run(["train.py"], bench))
-    assert losses(run(["-m", "transplant", "emulate", "--strict", "train.py"], msft)) == golden
+    golden_run = run(["train.py"], bench)
+    golden = losses(golden_run)
+    target_run = run(["-m", "transplant", "emulate", "--strict", "train.py"], msft)
+    assert losses(target_run) == golden
+    # the guide's order: parameters, then the loss curve (from the programs' own output)
+    params = run(["-m", "transplant", "compare", "--task", "params", "--golden", bench / "accuracy_dump",
+                  "--target", msft / "accuracy_dump"], tmp_path)  # fmt: skip
+    assert params.returncode == 0, params.stdout + params.stderr
+    assert "all parameters         golden 4 tensors, 676 values; target 4 tensors, 676 values\n" in params.stdout
+    (tmp_path / "golden.log").write_text(golden_run.stdout)
+    (tmp_path / "target.log").write_text(target_run.stdout)
+    loss = run(["-m", "transplant", "compare", "--task", "loss", "--golden", tmp_path / "golden.log",
+                "--target", tmp_path / "target.log", "-o", tmp_path / "loss"], tmp_path)  # fmt: skip
+    assert loss.returncode == 0 and "4 common steps, 4 within the tolerance" in loss.stdout, loss.stdout + loss.stderr
     dump = dumps.read_layout(bench / "accuracy_dump")
     assert sorted(dump.units) == [("step0", "proc"), ("step1", "proc")]  # the first two steps, as configured
+    # each side recorded where it computed: both on the CPU here (the converted one under emulate)
+    [(_, golden_where)] = dumps.where_records(bench / "accuracy_dump")
+    [(_, target_where)] = dumps.where_records(msft / "accuracy_dump")
+    assert golden_where["used"] == {"npu": False, "cuda": False} and not golden_where["emulated"]
+    assert target_where["emulated"] == "cpu" and target_where["torch_npu"] is True
+    assert target_where["environment"]["TORCH_NPU_FALLBACK_CPU_DISABLE"] == "1"
+    pair = ["--golden", bench / "accuracy_dump", "--target", msft / "accuracy_dump"]
+    refused = run(["-m", "transplant", "compare", *pair, "-o", tmp_path / "cmp0"], tmp_path)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    assert refused.stderr.startswith("transplant compare: error: the golden run computed on the CPU (where_rank_")
+    assert "pass --allow-cpu" in refused.stderr and len(refused.stderr.splitlines()) == 1
 
     same = run(
         [
@@ -502,6 +529,7 @@ def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_pa
             tmp_path / "cmp",
             "--format",
             "json",
+            "--allow-cpu",
         ],
         tmp_path,
     )
@@ -527,6 +555,7 @@ def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_pa
             msft / "accuracy_dump",
             "-o",
             tmp_path / "cmp2",
+            "--allow-cpu",
         ],
         tmp_path,
     )
@@ -542,6 +571,60 @@ def test_end_to_end_the_converted_run_computes_what_the_original_computes(tmp_pa
     assert first, text
     assert re.search(r"^  called from: train\.py:\d+ in \w+: ", text, re.M), text
     assert "full tables: " in text
+
+    # an operator the golden run does not have (planted: * (1 + 1e-4)): msprobe 26.2 writes its row as
+    # pass, compare counts it as unmatched and names it, at the line where the runs part
+    script.write_text(
+        script.read_text().replace('F.gelu(self.fc1(x), approximate="tanh")', "F.gelu(self.fc1(x)) * (1 + 1e-4)")
+    )
+    shutil.rmtree(msft / "accuracy_dump")
+    losses(run(["-m", "transplant", "emulate", "--strict", "train.py"], msft))
+    extra = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
+                 msft / "accuracy_dump", "-o", tmp_path / "cmp3", "--allow-cpu"], tmp_path)  # fmt: skip
+    assert extra.returncode == 1, extra.stdout + extra.stderr
+    assert re.search(r"^transplant compare: .*, [1-9]\d* unmatched \(no counterpart on the other side\)$",
+                     extra.stdout, re.M), extra.stdout  # fmt: skip
+    assert re.search(
+        r"^first item with no counterpart in the golden run \(step0/proc\): Tensor\.__mul__\.0\.forward\.\S+, "
+        r"called from train\.py:\d+ in forward: return self\.fc2\(self\.drop\(F\.gelu\(self\.fc1\(x\)\) \* \(1 \+ 1e-4\)\)\)$",
+        extra.stdout,
+        re.M,
+    ), extra.stdout
+
+
+@pytest.mark.slow
+@needs_probe
+def test_end_to_end_a_planted_fp16_overflow_is_named_with_its_line(tmp_path):
+    """accuracy --task overflow, the converted run under emulate, then compare --task overflow (by
+    msprobe's overflow_check) and compare itself name the operator and the line."""
+    project = FIXTURES / "accuracy" / "overflow"
+    made = run(["-m", "transplant", "-q", "-j", "1", "-i", project, "-o", tmp_path, "accuracy", "--task",
+                "overflow", "-m", project / "train.py"], tmp_path)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    bench, msft = tmp_path / "overflow_accuracy_bench", tmp_path / "overflow_msft_accuracy"
+    config = json.loads((msft / "accuracy_config.json").read_text())
+    assert (config["task"], config["level"]) == ("statistics", "L1")
+    for tree, command in ((bench, ["train.py"]), (msft, ["-m", "transplant", "emulate", "--strict", "train.py"])):
+        done = run(command, tree)
+        assert done.returncode == 0 and "step 1 loss nan" in done.stdout, done.stderr[-3000:]
+    line = r"train.py:\d+ in forward: energy = torch\.square\(h\.half\(\) \* 300\.0\)\.float\(\)"
+    found = run(["-m", "transplant", "compare", "--task", "overflow", "--target", msft / "accuracy_dump",
+                 "-o", tmp_path / "of"], tmp_path)  # fmt: skip
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert re.search(
+        r"^transplant compare: overflow: the target run: first operator that overflows \(step0/proc\): "
+        r"Torch\.square\.0\.forward output\.0 \(Max = inf\)\n  called from: " + line + r"\n  found by: msprobe",
+        found.stdout,
+        re.M,
+    ), found.stdout
+    compared = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
+                    msft / "accuracy_dump", "-o", tmp_path / "cmp", "--allow-cpu"], tmp_path)  # fmt: skip
+    assert re.search(
+        r"^first overflow in the target \(step0/proc\): Torch\.square\.0\.forward output\.0 \(Max = inf\), "
+        r"called from " + line + "$",
+        compared.stdout,
+        re.M,
+    ), compared.stdout + compared.stderr
 
 
 def test_a_distributed_script_is_instrumented_in_its_loop_after_its_set_up():
@@ -563,7 +646,8 @@ def test_a_distributed_script_is_instrumented_in_its_loop_after_its_set_up():
     text = r.source.decode()
     assert "    for step in range(10):\n        accuracy_debugger.start(model)  # accuracy mode" in text
     assert text.index("seed_all(") < text.index("def main():")
-    assert text.count("import os\n") == 1 and r.loops == [8] and not r.warnings
+    assert text.count("import os\n") == 2 and text.index(ENV_LINE) < text.index("import torch")
+    assert r.loops == [8] and not r.warnings
 
 
 # ---- the guide's steps (issue 37): unmatched rows, both table formats, overflow, loss, parameters

@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
     p.add_argument("--xlsx", action="store_true", help="msprobe writes its tables as workbooks (default: CSV)")
+    p.add_argument(
+        "--allow-cpu",
+        action="store_true",
+        help="compare even when a side's record shows that it computed on the CPU (or under transplant emulate)",
+    )
     from . import loss
 
     loss.add_arguments(p)
@@ -147,6 +152,11 @@ def _compare(args: argparse.Namespace) -> int:
     for name, dump in (("golden", golden), ("target", target)):
         if not dump.units:
             return _fail(f"--{name} {dump.root}: no msprobe dump in it (no step*/rank*/dump.json)")
+    where_notes: list[str] = []
+    for name, dump in (("golden", golden), ("target", target)):
+        problem = _where(name, dump.root, args.allow_cpu, where_notes)
+        if problem:
+            return _fail(problem)
     shared, notes = dumps.pair(golden, target)
     if not shared:
         return _fail(
@@ -154,7 +164,7 @@ def _compare(args: argparse.Namespace) -> int:
         )
     if not _installed():
         return _fail(f"msprobe is not installed: pip install {PACKAGE} (or: pip install 'transplant-npu[accuracy]')")
-    summary = Summary(notes=golden.notes + target.notes + notes)
+    summary = Summary(notes=golden.notes + target.notes + notes + where_notes)
     try:
         args.output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -178,6 +188,32 @@ def _compare(args: argparse.Namespace) -> int:
             summary.nan_inf = dumps.described(key, unit, dumps.first_nan_inf(unit))
     print(_json(summary) if args.format == "json" else _text(summary, len(shared)))
     return EXIT_OK if summary.passed else EXIT_DIFFERENT
+
+
+def _where(name: str, root: Path, allow_cpu: bool, notes: list[str]) -> str | None:
+    """A usage error when the side's records show it computed on the CPU (unless allowed); notes
+    otherwise. A dump without records (made before accuracy mode wrote them) is compared, with a note."""
+    records = dumps.where_records(root)
+    if not records:
+        notes.append(f"no record of where the {name} run computed (no {dumps.WHERE_GLOB} beside its dump)")
+        return None
+    for path, record in records:
+        reason = dumps.cpu_reason(record)
+        if reason is not None:
+            if not allow_cpu:
+                return (
+                    f"the {name} run computed on the CPU ({path.name}: {reason}); a comparison with it says nothing "
+                    "about the NPU: run it on its device, or pass --allow-cpu"
+                )
+            notes.append(f"the {name} run computed on the CPU ({reason}), compared as --allow-cpu asks")
+            return None
+        if dumps.fallback_allowed(record):
+            notes.append(
+                f"the {name} run allowed CPU fallbacks (TORCH_NPU_FALLBACK_CPU_DISABLE was not 1): "
+                "some operators may have run on the CPU"
+            )
+            return None
+    return None
 
 
 def _installed() -> bool:

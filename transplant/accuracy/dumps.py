@@ -101,6 +101,51 @@ def describe(dump: Dump) -> str:
     return ", ".join("/".join(filter(None, key)) or dump.root.name for key in sorted(dump.units)) or "no dump.json"
 
 
+# ---- where each side computed (the record accuracy mode's instrumentation writes at exit)
+
+WHERE_GLOB = "where_rank*_*.json"  # templates.WHERE_GLOB (the converter's side; not imported here)
+
+
+def where_records(root: Path) -> list[tuple[Path, dict]]:
+    """The records of where the run computed, in the dump folder (``root``, or the dump folder above
+    a step or rank folder given as ``root``)."""
+    for folder in (root, root.parent, root.parent.parent):
+        found = sorted(folder.glob(WHERE_GLOB))
+        if found:
+            records = []
+            for path in found:
+                try:
+                    value = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                if isinstance(value, dict):
+                    records.append((path, value))
+            return records
+    return []
+
+
+def cpu_reason(record: dict) -> str | None:
+    """Why a record shows a run that computed on the CPU; None when it used an NPU or a GPU."""
+    if record.get("emulated"):
+        return f"it ran under transplant emulate (computed on the {record['emulated']})"
+    used = record.get("used")
+    if isinstance(used, dict) and any(used.values()):
+        return None
+    return "no memory was allocated on an NPU or a GPU"
+
+
+def fallback_allowed(record: dict) -> bool:
+    """An NPU run in which operators without an NPU kernel could fall back to the CPU."""
+    used = record.get("used")
+    environment = record.get("environment")
+    return (
+        isinstance(used, dict)
+        and bool(used.get("npu"))
+        and isinstance(environment, dict)
+        and environment.get("TORCH_NPU_FALLBACK_CPU_DISABLE") != "1"
+    )
+
+
 # ---- where an item came from
 
 
