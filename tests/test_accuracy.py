@@ -854,3 +854,47 @@ def test_params_task_names_a_planted_difference(tmp_path, capsys):
     assert "fc2.weight: dtype torch.float32 in the golden run, torch.float16 in the target run" in text
     assert "blocks.0.attn.weight: frozen in the golden run, trainable in the target run" in text
     assert "target 4 tensors, 736 values  DIFFERENT" in text
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@needs_probe
+def test_end_to_end_two_ranks_are_compared_rank_by_rank(tmp_path):
+    """A DDP script in two torchrun ranks: the original with gloo on the CPU, the converted one under
+    `transplant emulate -m torch.distributed.run` (hccl as gloo); each rank dumps and records its own
+    folder, and compare pairs them rank by rank."""
+    project = FIXTURES / "accuracy" / "ranks"
+    made = run(["-m", "transplant", "-q", "-j", "1", "-i", project, "-o", tmp_path, "accuracy", "-m", project / "train.py"], tmp_path)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    bench, msft = tmp_path / "ranks_accuracy_bench", tmp_path / "ranks_msft_accuracy"
+    assert 'dist.init_process_group("hccl" if cuda else "gloo")' in (msft / "train.py").read_text()
+    torchrun = ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port"]
+    for tree, launcher in ((bench, []), (msft, ["-m", "transplant", "emulate", "--strict"])):
+        done = run([*launcher, *torchrun, str(free_port()), "train.py"], tree)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert sorted(re.findall(r"rank (\d) loss", done.stdout)) == ["0", "0", "0", "0", "1", "1", "1", "1"]
+        assert sorted(dumps.read_layout(tree / "accuracy_dump").units) == [
+            (step, rank) for step in ("step0", "step1") for rank in ("rank0", "rank1")
+        ]
+        assert sorted(path.name[:11] for path, _ in dumps.where_records(tree / "accuracy_dump")) == [
+            "where_rank0",
+            "where_rank1",
+        ]
+    compared = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
+                    msft / "accuracy_dump", "-o", tmp_path / "cmp", "--allow-cpu", "--format", "json"], tmp_path)  # fmt: skip
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    summary = json.loads(compared.stdout)
+    assert summary["status"] == "pass" and summary["compared"] > 100 and summary["pass"] == summary["compared"]
+    assert [Path(t).parent.relative_to(tmp_path / "cmp").as_posix() for t in summary["tables"]] == [
+        "step0/rank0",
+        "step0/rank1",
+        "step1/rank0",
+        "step1/rank1",
+    ]
