@@ -898,3 +898,16 @@ def test_end_to_end_two_ranks_are_compared_rank_by_rank(tmp_path):
         "step1/rank0",
         "step1/rank1",
     ]
+
+
+def test_the_loop_line_is_the_loop_not_the_comments_above_it():
+    r = instrumented("""\
+        import torch
+        model = torch.nn.Linear(2, 2)
+
+        # the training loop
+        # (found on nanoGPT: the line reported was the blank line above these comments)
+        for step in range(3):
+            model(torch.ones(2)).sum().backward()
+        """)
+    assert r.loops == [6]

@@ -68,7 +68,7 @@ def instrument(
     lines = node_positions(module, loops + _exits(a, loops))
     for loop in loops:
         model = model_expression(a, loop)
-        line = lines[id(loop)][0]
+        line = lines[id(loop)][0] + len(loop.leading_lines)  # the loop itself, not the comments above it
         if model is None:
             _comment(
                 p,
