@@ -911,3 +911,35 @@ def test_the_loop_line_is_the_loop_not_the_comments_above_it():
             model(torch.ones(2)).sum().backward()
         """)
     assert r.loops == [6]
+
+
+FALLBACK = """\
+import os
+import sys
+
+if sys.argv[1:] == ["disable"]:
+    os.environ.setdefault("TORCH_NPU_FALLBACK_CPU_DISABLE", "1")  # as accuracy mode's entry file does
+import torch
+import torch_npu
+
+x = torch.tensor([1.0, float("nan"), 3.0]).npu()
+y = torch.tensor([2.0, 4.0, float("nan")]).npu()
+print("maximum", torch.maximum(x.nan_to_num(), y.nan_to_num()).cpu().tolist())
+out = torch.empty_like(x)
+torch.fmax(x, y, out=out)  # no NPU kernel: torch_npu runs it on the CPU
+print("fmax", out.cpu().tolist())
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch")
+def test_emulate_refuses_a_cpu_fallback_when_the_variable_forbids_it(tmp_path):
+    (tmp_path / "fallback.py").write_text(FALLBACK)
+    allowed = run(["-m", "transplant", "emulate", "fallback.py"], tmp_path)
+    assert allowed.returncode == 0 and "fmax [2.0, 4.0, 3.0]" in allowed.stdout, allowed.stderr[-2000:]
+    refused = run(["-m", "transplant", "emulate", "fallback.py", "disable"], tmp_path)
+    assert refused.returncode != 0 and "maximum [2.0, 4.0, 3.0]" in refused.stdout  # other operators run
+    assert "fmax [" not in refused.stdout
+    assert (
+        "RuntimeError: transplant emulate: aten::fmax.out has no NPU kernel in torch_npu, which computes it on "
+        "the CPU; TORCH_NPU_FALLBACK_CPU_DISABLE=1 forbids that" in refused.stderr
+    ), refused.stderr[-2000:]
