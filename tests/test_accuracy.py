@@ -113,6 +113,22 @@ def test_config_holds_the_options(tmp_path):
     code, out = accuracy(tmp_path / "all", "--steps", "all", "--level", "module")
     config = json.loads((out / "project_accuracy_bench" / "accuracy_config.json").read_text())
     assert code == 0 and config["step"] == [] and config["level"] == "L0" and config["task"] == "statistics"
+    assert 'TORCH_NPU_USE_COMPATIBLE_IMPL", "1")' not in (out / "project_msft_accuracy" / "train.py").read_text()
+
+
+def test_overflow_task_and_compatible_implementations(tmp_path, capsys):
+    code, out = accuracy(tmp_path, "--task", "overflow", "--compatible-impl", quiet=False)
+    assert code == 0
+    config = json.loads((out / "project_msft_accuracy" / "accuracy_config.json").read_text())
+    assert (config["task"], config["level"], config["step"]) == ("statistics", "L1", [0, 1])
+    assert "transplant compare --task overflow --target project_msft_accuracy/accuracy_dump" in capsys.readouterr().out
+    for tree in ("project_accuracy_bench", "project_msft_accuracy"):
+        text = (out / tree / "train.py").read_text()
+        env = ENV_LINE + 'os.environ.setdefault("TORCH_NPU_USE_COMPATIBLE_IMPL", "1")\n'
+        assert env in text and text.index(env) < text.index("import torch")
+    code, out = accuracy(tmp_path / "module", "--task", "overflow", "--level", "module")
+    config = json.loads((out / "project_msft_accuracy" / "accuracy_config.json").read_text())
+    assert code == 0 and config["level"] == "L0"  # --level as given
 
 
 @pytest.mark.parametrize(
@@ -121,6 +137,7 @@ def test_config_holds_the_options(tmp_path):
         (["--steps", "x"], "invalid steps"),
         (["--steps", "-1"], "invalid steps"),
         (["--level", "kernel"], "invalid choice"),
+        (["--task", "overflow", "--data", "tensors"], "--task overflow reads statistics"),
     ],
 )
 def test_bad_options_are_one_line(tmp_path, capsys, args, message):
