@@ -960,3 +960,40 @@ def test_emulate_refuses_a_cpu_fallback_when_the_variable_forbids_it(tmp_path):
         "RuntimeError: transplant emulate: aten::fmax.out has no NPU kernel in torch_npu, which computes it on "
         "the CPU; TORCH_NPU_FALLBACK_CPU_DISABLE=1 forbids that" in refused.stderr
     ), refused.stderr[-2000:]
+
+
+def where(folder: Path, name: str, used: dict, emulated=None, fallback="1") -> None:
+    record = {"used": used, "torch_npu": True, "emulated": emulated, "environment": {}}
+    record["environment"]["TORCH_NPU_FALLBACK_CPU_DISABLE"] = fallback
+    (folder / name).write_text(json.dumps(record))
+
+
+def test_compare_refuses_a_side_whose_record_shows_the_cpu(tmp_path, capsys):
+    for side in ("g", "t"):
+        write_unit(tmp_path / side / "step0" / "rank0", {})
+    where(tmp_path / "g", "where_rank0_1.json", {"npu": False, "cuda": True})
+    where(tmp_path / "t", "where_rank0_2.json", {"npu": False, "cuda": False})
+    argv = ["compare", "--golden", str(tmp_path / "g"), "--target", str(tmp_path / "t"), "-o", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "transplant compare: error: the target run computed on the CPU (where_rank0_2.json: no memory was "
+        "allocated on an NPU or a GPU); a comparison with it says nothing about the NPU: run it on its device, "
+        "or pass --allow-cpu\n"
+    )
+    # a step or rank folder given as the dump finds the records above it
+    assert [p.name for p, _ in dumps.where_records(tmp_path / "t" / "step0" / "rank0")] == ["where_rank0_2.json"]
+    assert dumps.cpu_reason({"used": {"npu": True}, "emulated": None}) is None
+    assert dumps.cpu_reason({"used": {"npu": True}, "emulated": "cpu"}) == (
+        "it ran under transplant emulate (computed on the cpu)"
+    )
+    assert dumps.fallback_allowed({"used": {"npu": True}, "environment": {"TORCH_NPU_FALLBACK_CPU_DISABLE": "0"}})
+    assert not dumps.fallback_allowed({"used": {"npu": True}, "environment": {"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"}})
+    notes: list[str] = []
+    where(tmp_path / "t", "where_rank0_2.json", {"npu": True, "cuda": False}, fallback=None)
+    assert compare._where("target", tmp_path / "t", False, notes) is None
+    assert notes == [
+        "the target run allowed CPU fallbacks (TORCH_NPU_FALLBACK_CPU_DISABLE was not 1): "
+        "some operators may have run on the CPU"
+    ]
+    assert compare._where("golden", tmp_path / "o", False, notes) is None and notes[-1].startswith("no record")

@@ -53,12 +53,12 @@ def read_layout(root: Path) -> Dump:
 
 def _folders(path: Path) -> list[Path]:
     try:
-        return sorted((p for p in path.iterdir() if p.is_dir()), key=_order)
+        return sorted((p for p in path.iterdir() if p.is_dir()), key=order)
     except OSError:
         return []
 
 
-def _order(path: Path) -> tuple:
+def order(path: Path) -> tuple:
     digits = re.sub(r"\D", "", path.name)
     return (re.sub(r"\d", "", path.name), int(digits) if digits else -1)
 
@@ -87,7 +87,7 @@ def pair(golden: Dump, target: Dump) -> tuple[list[tuple[str, str]], list[str]]:
         target.units = {key: next(iter(target.units.values()))}
         return [key], []
     shared = sorted(
-        set(golden.units) & set(target.units), key=lambda k: (_order(Path(k[0] or "_")), _order(Path(k[1] or "_")))
+        set(golden.units) & set(target.units), key=lambda k: (order(Path(k[0] or "_")), order(Path(k[1] or "_")))
     )
     notes = [
         f"{name} has {'/'.join(filter(None, key))} but the {other} has not: not compared"
@@ -112,15 +112,15 @@ def where_records(root: Path) -> list[tuple[Path, dict]]:
     for folder in (root, root.parent, root.parent.parent):
         found = sorted(folder.glob(WHERE_GLOB))
         if found:
-            records = []
+            found_records = []
             for path in found:
                 try:
                     value = json.loads(path.read_text())
                 except (OSError, ValueError):
                     continue
                 if isinstance(value, dict):
-                    records.append((path, value))
-            return records
+                    found_records.append((path, value))
+            return found_records
     return []
 
 
@@ -197,7 +197,7 @@ INPUTS = ("input_args", "input_kwargs", "input")
 OUTPUTS = ("output",)
 
 
-def _data(unit: Path) -> dict:
+def records(unit: Path) -> dict:
     try:
         data = json.loads((unit / "dump.json").read_text()).get("data", {})
     except (OSError, ValueError, AttributeError):
@@ -208,12 +208,12 @@ def _data(unit: Path) -> dict:
 def first_overflow(unit: Path) -> tuple[str, str, str, object] | None:
     """(item, argument, statistic, value) of the first item in execution order whose output
     overflows from finite inputs (the empty and fill APIs left out, as msprobe does)."""
-    for name, record in _data(unit).items():
+    for name, record in records(unit).items():
         if not isinstance(record, dict) or "Torch.empty" in name or "Torch.fill" in name:
             continue
-        if any(_scan(record.get(key), key, ("Max", "Min")) for key in INPUTS):
+        if any(scan(record.get(key), key, ("Max", "Min")) for key in INPUTS):
             continue
-        found = _scan(record.get("output"), "output", ("Max", "Min"))
+        found = scan(record.get("output"), "output", ("Max", "Min"))
         if found is not None:
             return (name, *found)
     return None
@@ -244,25 +244,25 @@ def shown(label: str, n: dict) -> str:
 
 def first_nan_inf(unit: Path) -> tuple[str, str, str, object] | None:
     """(item, argument, statistic, value) of the first NaN/Inf statistic in execution order."""
-    for name, record in _data(unit).items():
-        found = _scan(record, "")
+    for name, record in records(unit).items():
+        found = scan(record, "")
         if found is not None:
             return (name, *found)
     return None
 
 
-def _scan(value, where: str, statistics: tuple[str, ...] = STATISTICS):
+def scan(value, where: str, statistics: tuple[str, ...] = STATISTICS):
     if isinstance(value, dict):
         for stat in statistics:
             if stat in value and _bad(value[stat]):
                 return where or "value", stat, value[stat]
         for key, sub in value.items():
-            found = _scan(sub, f"{where}.{key}" if where else str(key), statistics)
+            found = scan(sub, f"{where}.{key}" if where else str(key), statistics)
             if found is not None:
                 return found
     elif isinstance(value, list):
         for i, sub in enumerate(value):
-            found = _scan(sub, f"{where}.{i}" if where else str(i), statistics)
+            found = scan(sub, f"{where}.{i}" if where else str(i), statistics)
             if found is not None:
                 return found
     return None

@@ -72,7 +72,7 @@ def check(layout: dumps.Dump, output: Path, use_msprobe: bool = True) -> Side:
     steps: dict[str, list[tuple[str, Path]]] = {}
     for (step, rank), unit in layout.units.items():
         steps.setdefault(step, []).append((rank, unit))
-    order = sorted(steps, key=lambda s: dumps._order(Path(s or "_")))
+    order = sorted(steps, key=lambda s: dumps.order(Path(s or "_")))
     jobs = [s for s in order if use_msprobe and _readable(steps[s])]
     results: dict[str, str | None] = {}
     before = {p for s in jobs for p in (output / (s or "dump")).glob(RESULT)}  # an earlier run's results
@@ -92,7 +92,7 @@ def check(layout: dumps.Dump, output: Path, use_msprobe: bool = True) -> Side:
         else:
             found = [f for f in (_scanned(s, rank, unit) for rank, unit in steps[s]) if f is not None]
         if found:
-            side.per_rank = sorted(found, key=lambda f: dumps._order(Path(f.rank or "_")))
+            side.per_rank = sorted(found, key=lambda f: dumps.order(Path(f.rank or "_")))
             side.first = side.per_rank[0]
             break
     return side
@@ -125,7 +125,7 @@ def _from_msprobe(folder: Path, step: str, units: dict[str, Path], before: set[P
         name = str(nodes[0].get("op_name", ""))
         detail = ""
         if unit is not None:
-            mine = dumps._scan(dumps._data(unit).get(name, {}).get("output"), "output", ("Max", "Min"))
+            mine = dumps.scan(dumps.records(unit).get(name, {}).get("output"), "output", ("Max", "Min"))
             detail = f"{mine[0]} ({mine[1]} = {mine[2]})" if mine else ""
         source = dumps.source_line(unit, name) if unit is not None else None
         found.append(Found(step, rank, name, detail, source, "msprobe overflow_check"))

@@ -36,7 +36,7 @@ class Parameter:
 def parameters(unit: Path) -> dict[str, Parameter]:
     """name -> parameter, from the module items of one rank's dump."""
     found: dict[str, Parameter] = {}
-    for item, record in dumps._data(unit).items():
+    for item, record in dumps.records(unit).items():
         parts = item.split(".")
         if parts[0] != "Module" or "forward" not in parts or not isinstance(record, dict):
             continue
