@@ -884,7 +884,7 @@ def free_port() -> int:
 @pytest.mark.slow
 @needs_probe
 def test_end_to_end_two_ranks_are_compared_rank_by_rank(tmp_path):
-    """A DDP script in two torchrun ranks: the original with gloo on the CPU, the converted one under
+    """A DDP script in two torchrun ranks (compared as workbooks: --xlsx): the original with gloo on the CPU, the converted one under
     `transplant emulate -m torch.distributed.run` (hccl as gloo); each rank dumps and records its own
     folder, and compare pairs them rank by rank."""
     project = FIXTURES / "accuracy" / "ranks"
@@ -905,10 +905,11 @@ def test_end_to_end_two_ranks_are_compared_rank_by_rank(tmp_path):
             "where_rank1",
         ]
     compared = run(["-m", "transplant", "compare", "--golden", bench / "accuracy_dump", "--target",
-                    msft / "accuracy_dump", "-o", tmp_path / "cmp", "--allow-cpu", "--format", "json"], tmp_path)  # fmt: skip
+                    msft / "accuracy_dump", "-o", tmp_path / "cmp", "--allow-cpu", "--format", "json", "--xlsx"], tmp_path)  # fmt: skip
     assert compared.returncode == 0, compared.stdout + compared.stderr
     summary = json.loads(compared.stdout)
     assert summary["status"] == "pass" and summary["compared"] > 100 and summary["pass"] == summary["compared"]
+    assert all(t.endswith(".xlsx") for t in summary["tables"])  # msprobe's workbooks, read as its CSV tables are
     assert [Path(t).parent.relative_to(tmp_path / "cmp").as_posix() for t in summary["tables"]] == [
         "step0/rank0",
         "step0/rank1",
