@@ -884,9 +884,9 @@ def free_port() -> int:
 @pytest.mark.slow
 @needs_probe
 def test_end_to_end_two_ranks_are_compared_rank_by_rank(tmp_path):
-    """A DDP script in two torchrun ranks (compared as workbooks: --xlsx): the original with gloo on the CPU, the converted one under
+    """A DDP script in two torchrun ranks: the original with gloo on the CPU, the converted one under
     `transplant emulate -m torch.distributed.run` (hccl as gloo); each rank dumps and records its own
-    folder, and compare pairs them rank by rank."""
+    folder, and compare pairs them rank by rank (msprobe writing workbooks: --xlsx)."""
     project = FIXTURES / "accuracy" / "ranks"
     made = run(["-m", "transplant", "-q", "-j", "1", "-i", project, "-o", tmp_path, "accuracy", "-m", project / "train.py"], tmp_path)  # fmt: skip
     assert made.returncode == 0, made.stderr
