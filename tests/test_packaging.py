@@ -112,7 +112,8 @@ def test_help_lines_of_emulate_and_compare_name_their_options(capsys):
     emulate_options, compare_options = _emulate_and_compare_options()
     at = next(i for i, l in enumerate(lines) if l.startswith("  transplant emulate"))
     emulate_line = lines[at] + lines[at + 1]
-    compare_line = next(l for l in lines if l.startswith("  transplant compare"))
+    at = next(i for i, l in enumerate(lines) if l.startswith("  transplant compare"))
+    compare_line = lines[at] + lines[at + 1]
     for flag in emulate_options - {"-m"}:
         spelled = "--no-device-identity" if flag == "--device-identity" else flag
         assert spelled in emulate_line, flag

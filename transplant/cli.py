@@ -29,8 +29,9 @@ modes:
   transplant -i PROJECT -o OUT [options] accuracy -m MAIN.py [-t MODEL] [--steps 0,1] [--level both]
                                                   [--data statistics]
       two instrumented trees (original and converted) whose msprobe dumps can be compared
-  transplant compare --golden BENCH_DUMP --target NPU_DUMP [-o FOLDER] [--format text|json]
-      compare the dumps of the two accuracy runs with msprobe (needs the accuracy extra)
+  transplant compare [--task params|loss|overflow|dumps] --golden BENCH_DUMP --target NPU_DUMP
+                     [-o FOLDER] [--format text|json] [--xlsx] [--allow-cpu] [--pattern RE] [--tolerance T] [--plot PNG]
+      compare the two accuracy runs: parameters, loss curves, first overflow, msprobe dumps
   transplant --check|--diff|--in-place PATH...
       files and folders where they are (pre-commit, editors, CI)
   transplant [--check|--diff] [--stdin-filename NAME] - < FILE

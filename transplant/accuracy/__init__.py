@@ -20,5 +20,9 @@ Where things are:
 * ``trees.py``      the two trees: copy, instrument, convert, put in place
 * ``dumps.py``      the dump folders: steps and ranks, stacks, NaN/Inf in statistics (plain JSON)
 * ``compare.py``    ``transplant compare``: pairs the dumps, runs msprobe, summarises its tables
-* ``worker.py``     the child process that imports msprobe and runs its compare command
+* ``tables.py``     msprobe's compare tables, CSV or workbook
+* ``parameters.py`` ``compare --task params``: the two models' parameters, from the module dumps
+* ``loss.py``       ``compare --task loss``: the two runs' losses from their logs, table and plot
+* ``overflow.py``   ``compare --task overflow``: the first operator that overflows (msprobe overflow_check)
+* ``worker.py``     the child process that imports msprobe and runs its commands
 """

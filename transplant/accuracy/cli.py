@@ -41,10 +41,17 @@ def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
         help="training steps to dump: step numbers from 0, comma-separated, or 'all' (default: 0,1)",
     )
     p.add_argument(
+        "--task",
+        choices=templates.TASKS,
+        default="dump",
+        help="dump: the data transplant compare compares (the default); overflow: a statistics dump of the API calls "
+        "for the overflow step (transplant compare --task overflow)",
+    )
+    p.add_argument(
         "--level",
         choices=tuple(templates.LEVELS),
-        default="both",
-        help="what is dumped: module inputs and outputs, API calls, or both (default: both)",
+        default=None,
+        help="what is dumped: module inputs and outputs, API calls, or both (default: both; api with --task overflow)",
     )
     p.add_argument(
         "--data",
@@ -52,9 +59,24 @@ def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
         default="statistics",
         help="statistics of each tensor (max, min, mean, norm) or the tensors themselves (default: statistics)",
     )
+    p.add_argument(
+        "--compatible-impl",
+        action="store_true",
+        help=f"the NPU computes the APIs as upstream PyTorch does ({templates.COMPATIBLE_ENV}=1): tells an "
+        "implementation difference from a bug",
+    )
 
 
 def options_from(args: argparse.Namespace):
     from .trees import AccuracyOptions
 
-    return AccuracyOptions(main=args.main, target=args.target, steps=args.steps, level=args.level, data=args.data)
+    level = args.level or ("api" if args.task == "overflow" else "both")
+    return AccuracyOptions(
+        main=args.main,
+        target=args.target,
+        steps=args.steps,
+        level=level,
+        data=args.data,
+        task=args.task,
+        compatible=args.compatible_impl,
+    )

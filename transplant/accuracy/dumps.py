@@ -4,6 +4,10 @@ Inf in a statistics dump (``dump.json``).
 
 msprobe lays a dump out as ``DUMP/step<N>/rank<R>/`` (``proc<pid>`` instead of ``rank<R>`` when the
 run is not distributed), each with ``dump.json``, ``stack.json`` and ``construct.json``.
+
+An overflow, as msprobe's ``overflow_check`` defines it (``msprobe/overflow_check/graph.py``,
+``DataNode.is_anomaly``): an item whose output's Max or Min is NaN or Inf while none of its inputs'
+is; fp16 overflows past 65504 show as Inf.
 """
 
 from __future__ import annotations
@@ -49,12 +53,12 @@ def read_layout(root: Path) -> Dump:
 
 def _folders(path: Path) -> list[Path]:
     try:
-        return sorted((p for p in path.iterdir() if p.is_dir()), key=_order)
+        return sorted((p for p in path.iterdir() if p.is_dir()), key=order)
     except OSError:
         return []
 
 
-def _order(path: Path) -> tuple:
+def order(path: Path) -> tuple:
     digits = re.sub(r"\D", "", path.name)
     return (re.sub(r"\d", "", path.name), int(digits) if digits else -1)
 
@@ -83,7 +87,7 @@ def pair(golden: Dump, target: Dump) -> tuple[list[tuple[str, str]], list[str]]:
         target.units = {key: next(iter(target.units.values()))}
         return [key], []
     shared = sorted(
-        set(golden.units) & set(target.units), key=lambda k: (_order(Path(k[0] or "_")), _order(Path(k[1] or "_")))
+        set(golden.units) & set(target.units), key=lambda k: (order(Path(k[0] or "_")), order(Path(k[1] or "_")))
     )
     notes = [
         f"{name} has {'/'.join(filter(None, key))} but the {other} has not: not compared"
@@ -95,6 +99,51 @@ def pair(golden: Dump, target: Dump) -> tuple[list[tuple[str, str]], list[str]]:
 
 def describe(dump: Dump) -> str:
     return ", ".join("/".join(filter(None, key)) or dump.root.name for key in sorted(dump.units)) or "no dump.json"
+
+
+# ---- where each side computed (the record accuracy mode's instrumentation writes at exit)
+
+WHERE_GLOB = "where_rank*_*.json"  # templates.WHERE_GLOB (the converter's side; not imported here)
+
+
+def where_records(root: Path) -> list[tuple[Path, dict]]:
+    """The records of where the run computed, in the dump folder (``root``, or the dump folder above
+    a step or rank folder given as ``root``)."""
+    for folder in (root, root.parent, root.parent.parent):
+        found = sorted(folder.glob(WHERE_GLOB))
+        if found:
+            found_records = []
+            for path in found:
+                try:
+                    value = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                if isinstance(value, dict):
+                    found_records.append((path, value))
+            return found_records
+    return []
+
+
+def cpu_reason(record: dict) -> str | None:
+    """Why a record shows a run that computed on the CPU; None when it used an NPU or a GPU."""
+    if record.get("emulated"):
+        return f"it ran under transplant emulate (computed on the {record['emulated']})"
+    used = record.get("used")
+    if isinstance(used, dict) and any(used.values()):
+        return None
+    return "no memory was allocated on an NPU or a GPU"
+
+
+def fallback_allowed(record: dict) -> bool:
+    """An NPU run in which operators without an NPU kernel could fall back to the CPU."""
+    used = record.get("used")
+    environment = record.get("environment")
+    return (
+        isinstance(used, dict)
+        and bool(used.get("npu"))
+        and isinstance(environment, dict)
+        and environment.get("TORCH_NPU_FALLBACK_CPU_DISABLE") != "1"
+    )
 
 
 # ---- where an item came from
@@ -144,32 +193,76 @@ def _user_frame(frames: list, unit: Path) -> str | None:
 
 # ---- NaN and Inf in statistics
 
+INPUTS = ("input_args", "input_kwargs", "input")
+OUTPUTS = ("output",)
 
-def first_nan_inf(unit: Path) -> tuple[str, str, str, object] | None:
-    """(item, argument, statistic, value) of the first NaN/Inf statistic in execution order."""
+
+def records(unit: Path) -> dict:
     try:
         data = json.loads((unit / "dump.json").read_text()).get("data", {})
     except (OSError, ValueError, AttributeError):
-        return None
-    for name, record in data.items():
-        found = _scan(record, "")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def first_overflow(unit: Path) -> tuple[str, str, str, object] | None:
+    """(item, argument, statistic, value) of the first item in execution order whose output
+    overflows from finite inputs (the empty and fill APIs left out, as msprobe does)."""
+    for name, record in records(unit).items():
+        if not isinstance(record, dict) or "Torch.empty" in name or "Torch.fill" in name:
+            continue
+        if any(scan(record.get(key), key, ("Max", "Min")) for key in INPUTS):
+            continue
+        found = scan(record.get("output"), "output", ("Max", "Min"))
         if found is not None:
             return (name, *found)
     return None
 
 
-def _scan(value, where: str):
+def described(key: tuple[str, str], unit: Path, found: tuple[str, str, str, object] | None) -> dict | None:
+    """A found statistic as the summaries show it, with the line of user code it came from."""
+    if found is None:
+        return None
+    item, where, stat, value = found
+    return {
+        "step": key[0],
+        "rank": key[1],
+        "name": item,
+        "argument": where,
+        "statistic": stat,
+        "value": str(value),
+        "source": source_line(unit, item),
+    }
+
+
+def shown(label: str, n: dict) -> str:
+    where = "/".join(filter(None, (n["step"], n["rank"])))
+    return f"{label}{f' ({where})' if where else ''}: {n['name']} {n['argument']} ({n['statistic']} = {n['value']})" + (
+        f", called from {n['source']}" if n["source"] else ""
+    )
+
+
+def first_nan_inf(unit: Path) -> tuple[str, str, str, object] | None:
+    """(item, argument, statistic, value) of the first NaN/Inf statistic in execution order."""
+    for name, record in records(unit).items():
+        found = scan(record, "")
+        if found is not None:
+            return (name, *found)
+    return None
+
+
+def scan(value, where: str, statistics: tuple[str, ...] = STATISTICS):
     if isinstance(value, dict):
-        for stat in STATISTICS:
+        for stat in statistics:
             if stat in value and _bad(value[stat]):
                 return where or "value", stat, value[stat]
         for key, sub in value.items():
-            found = _scan(sub, f"{where}.{key}" if where else str(key))
+            found = scan(sub, f"{where}.{key}" if where else str(key), statistics)
             if found is not None:
                 return found
     elif isinstance(value, list):
         for i, sub in enumerate(value):
-            found = _scan(sub, f"{where}.{i}" if where else str(i))
+            found = scan(sub, f"{where}.{i}" if where else str(i), statistics)
             if found is not None:
                 return found
     return None

@@ -4,8 +4,11 @@ It reads the entry file with distributed mode's :class:`~..distributed.analysis.
 scopes, the ``-t`` model, the ``__main__`` function) and fills the same kind of
 :class:`~..distributed.plan.Plan`, applied in one traversal, so that everything else keeps its bytes:
 
+* before the imports (after a docstring and ``from __future__`` imports): the environment variables
+  torch_npu reads on import (no CPU fallback; upstream-compatible implementations when asked);
 * after the imports: determinism (msprobe's ``seed_all`` with deterministic algorithms and dropout
-  removed) and a ``PrecisionDebugger`` made from the config file beside the entry file;
+  removed), a ``PrecisionDebugger`` made from the config file beside the entry file, and a function
+  run at exit that records where the run computed (templates.where);
 * in each training-step loop (the innermost loop that runs ``backward``, directly or through the
   functions it calls): ``start(model)`` first, ``stop()`` and ``step()`` last.
 
@@ -46,7 +49,9 @@ class Instrumented:
     already: bool = False  # the file uses msprobe already: left as it was
 
 
-def instrument(source: bytes, target: str = "model", config_file: str = templates.CONFIG_FILE) -> Instrumented:
+def instrument(
+    source: bytes, target: str = "model", config_file: str = templates.CONFIG_FILE, compatible: bool = False
+) -> Instrumented:
     """The instrumented form of an entry file's source (SourceError when it cannot be parsed)."""
     module = parse(source)
     p = EditPlanner(module, target)
@@ -54,7 +59,8 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
     if any(q == "msprobe" or q.startswith("msprobe.") for q in a.imports.values()):
         return Instrumented(source, already=True)
     debugger = p.unique(templates.DEBUGGER)
-    comments, code = templates.header(debugger, config_file, not a.imports_plain("os"))
+    env_comments, env_code = templates.environment(compatible)
+    comments, code = templates.header(debugger, config_file, False, p.unique(templates.RECORDER))
     head: list[Statement] = list(cst.parse_module(code).body)
     head[0] = head[0].with_changes(leading_lines=[cst.EmptyLine(), *_comment_lines(comments)])
     result = Instrumented(source)
@@ -62,7 +68,7 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
     lines = node_positions(module, loops + _exits(a, loops))
     for loop in loops:
         model = model_expression(a, loop)
-        line = lines[id(loop)][0]
+        line = lines[id(loop)][0] + len(loop.leading_lines)  # the loop itself, not the comments above it
         if model is None:
             _comment(
                 p,
@@ -97,14 +103,27 @@ def instrument(source: bytes, target: str = "model", config_file: str = template
             f"{why}; the calls to place are written as comments "
             + ("above the model's assignment" if place is not None else "above the debugger's set-up")
         )
-    _insert_header(p, head)
+    env: list[Statement] = list(cst.parse_module(env_code).body)
+    env[0] = env[0].with_changes(leading_lines=_comment_lines(env_comments))
+    _insert_header(p, head, env)
     result.source = module.visit(PlanApplier(p.plan)).bytes
     return result
 
 
-def _insert_header(p: EditPlanner, head: list[Statement]) -> None:
-    """The set-up goes after the leading docstring and imports, before any other code runs."""
+def _insert_header(p: EditPlanner, head: list[Statement], env: list[Statement]) -> None:
+    """The environment goes before the first import (after a docstring and ``__future__`` imports),
+    the set-up after the leading docstring and imports, before any other code runs."""
     body = list(p.module.body)
+    futures = [
+        stmt
+        for stmt in body
+        if isinstance(stmt, cst.SimpleStatementLine)
+        and all(isinstance(s, cst.ImportFrom) and _future(s) for s in stmt.body)
+    ]
+    if futures:
+        p.plan.after.setdefault(id(futures[-1]), []).extend(env)
+    else:  # after a docstring: where PlanApplier puts what is prepended
+        p.plan.prepend.setdefault(id(p.module), []).extend(env)
     end = 0
     for i, stmt in enumerate(body):
         if (i == 0 and is_docstring_stmt(stmt)) or (
@@ -119,6 +138,10 @@ def _insert_header(p: EditPlanner, head: list[Statement]) -> None:
     else:  # no imports: at the top, without the blank line that separates it from them
         head[0] = head[0].with_changes(leading_lines=head[0].leading_lines[1:])
         p.plan.prepend.setdefault(id(p.module), []).extend(head)
+
+
+def _future(node: cst.ImportFrom) -> bool:
+    return isinstance(node.module, cst.Name) and node.module.value == "__future__"
 
 
 def _comment_lines(lines: list[str]) -> list[cst.EmptyLine]:

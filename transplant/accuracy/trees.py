@@ -37,6 +37,8 @@ class AccuracyOptions:
     steps: tuple[int, ...] | None = templates.DEFAULT_STEPS  # None: every step
     level: str = "both"  # a key of templates.LEVELS
     data: str = "statistics"  # a key of templates.DATA
+    task: str = "dump"  # one of templates.TASKS
+    compatible: bool = False  # TORCH_NPU_USE_COMPATIBLE_IMPL=1
 
 
 def run_accuracy(config: Config, options: AccuracyOptions, *, quiet: bool = False) -> int:
@@ -64,13 +66,15 @@ def run_accuracy(config: Config, options: AccuracyOptions, *, quiet: bool = Fals
 
 def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path, list[str], list[str]]:
     """Check everything, then build the instrumented copy of the input in a staging folder."""
+    if options.task == "overflow" and options.data != "statistics":
+        raise UsageError("accuracy: --task overflow reads statistics: leave out --data tensors")
     rel, source = resolve_entry(config.input, options.main, "accuracy")
     src, bench = check_paths(replace(config, suffix=BENCH_SUFFIX))
     _, converted = check_paths(replace(config, suffix=CONVERTED_SUFFIX))
     entry_dir = (src / rel).parent if src.is_dir() else src.parent
     config_file = report_name(templates.CONFIG_FILE, set(os.listdir(entry_dir)))
     try:
-        done = instrument(source, options.target, config_file)
+        done = instrument(source, options.target, config_file, options.compatible)
     except SourceError as exc:
         raise UsageError(f"accuracy: entry file {rel} cannot be converted: {exc} (line {exc.line})") from None
     except RecursionError:
@@ -100,10 +104,16 @@ def _prepare(config: Config, options: AccuracyOptions) -> tuple[Path, Path, Path
                 + (f"; dumps the training steps of the loop at {where}" if where else "")
             )
             dump = Path(rel).parent / templates.DUMP_DIR
-            notes.append(
-                f"accuracy: run both trees, then: transplant compare --golden {bench.name}/{dump} "
-                f"--target {converted.name}/{dump}"
-            )
+            if options.task == "overflow":
+                notes.append(
+                    f"accuracy: run the converted tree, then: transplant compare --task overflow "
+                    f"--target {converted.name}/{dump} (--golden {bench.name}/{dump} to check the original too)"
+                )
+            else:
+                notes.append(
+                    f"accuracy: run both trees, then: transplant compare --golden {bench.name}/{dump} "
+                    f"--target {converted.name}/{dump}"
+                )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

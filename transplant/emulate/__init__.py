@@ -19,6 +19,7 @@ user's), and no other command loads it; the converter never imports it.
     strict.py    --strict: CUDA uses from the project's own files become errors naming file and line
     coverage.py  names torch_npu has that the emulator does not emulate, and why
     operators.py torch_npu's own operators (npu_*): importable, refused by name when used
+    fallbacks.py TORCH_NPU_FALLBACK_CPU_DISABLE=1: the CPU fallbacks Ascend's sources name raise, as on an NPU
     shim/        the importable ``torch_npu`` package; on sys.path only in emulated processes
 
 Settings travel in environment variables (so processes the script starts are emulated alike):

@@ -37,6 +37,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import npus
+from .fallbacks import refuse_cpu_fallback
 
 NPU = "npu"
 _CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # set_'s CPU kernel only sets metadata here
@@ -137,6 +138,7 @@ def _unwrap(op, value, found: list, datas: dict, devices: list):
 
 def _kernel(op, *args, **kwargs):
     """Every aten operator on NPU tensors, or making one: the same operator on the backing data."""
+    refuse_cpu_fallback(op)
     found: list = []
     datas: dict = {}  # id(NPU tensor) -> its data
     devices: list = []  # the NPU devices named by the arguments (a factory's, a copy's destination)
