@@ -24,7 +24,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from goldens import check_bytes
-from transplant.accuracy import compare, dumps
+from transplant.accuracy import compare, dumps, runs
 from transplant.accuracy.instrument import instrument
 from transplant.cli import main
 from transplant.engine import convert
@@ -452,7 +452,7 @@ def test_compare_usage_errors(tmp_path, capsys, monkeypatch):
         assert main(["compare", *args]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
-    monkeypatch.setattr(compare, "PACKAGE", "mindstudio-probe-not-a-package")
+    monkeypatch.setattr(runs, "PACKAGE", "mindstudio-probe-not-a-package")
     write_unit(tmp_path / "t" / "step0" / "rank0", {})
     assert main(["compare", "--golden", str(tmp_path / "g"), "--target", str(tmp_path / "t")]) == 2
     assert "msprobe is not installed: pip install" in capsys.readouterr().err
@@ -771,7 +771,7 @@ def test_overflow_task_names_the_operator_its_step_rank_and_line(tmp_path, capsy
     if use_msprobe and importlib.util.find_spec("msprobe") is None:
         pytest.skip("needs mindstudio-probe")
     if not use_msprobe:
-        monkeypatch.setattr(compare, "PACKAGE", "mindstudio-probe-not-a-package")
+        monkeypatch.setattr(runs, "PACKAGE", "mindstudio-probe-not-a-package")
     overflow_dump(tmp_path / "t", None, "step0")
     overflow_dump(tmp_path / "t", "rank1", "step1")
     overflow_dump(tmp_path / "g", None, "step0")

@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import dumps, tables
+from . import dumps, runs, tables
+from .runs import EXIT_DIFFERENT, EXIT_OK, EXIT_USAGE, run_worker
+from .runs import fail as _fail
 
-EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
 TASKS = ("dumps", "params", "loss", "overflow")
 VERDICTS = ("pass", "warning", "error")
-PACKAGE = "mindstudio-probe"
-WORKER = Path(__file__).resolve().with_name("worker.py")
 RELATIVE_ERRORS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
 TENSOR_METRICS = (
     "Cosine",
@@ -48,11 +45,6 @@ TENSOR_METRICS = (
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         raise SystemExit(_fail(f"{message} (see 'transplant compare --help')"))
-
-
-def _fail(message: str) -> int:
-    print(f"transplant compare: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,8 +154,10 @@ def _compare(args: argparse.Namespace) -> int:
         return _fail(
             f"the dumps share no step and rank (golden: {dumps.describe(golden)}; target: {dumps.describe(target)})"
         )
-    if not _installed():
-        return _fail(f"msprobe is not installed: pip install {PACKAGE} (or: pip install 'transplant-npu[accuracy]')")
+    if not runs.installed():
+        return _fail(
+            f"msprobe is not installed: pip install {runs.PACKAGE} (or: pip install 'transplant-npu[accuracy]')"
+        )
     summary = Summary(notes=golden.notes + target.notes + notes + where_notes)
     try:
         args.output.mkdir(parents=True, exist_ok=True)
@@ -214,35 +208,6 @@ def _where(name: str, root: Path, allow_cpu: bool, notes: list[str]) -> str | No
             )
             return None
     return None
-
-
-def _installed() -> bool:
-    from importlib import metadata
-
-    try:
-        metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-def run_worker(argvs: list[list[str]], log: Path) -> list[str | None]:
-    """Run msprobe once per argument list in one child process (worker.py), its output to ``log``:
-    per list None (done), "unsupported" (no such command in this release) or a one-line reason."""
-    with tempfile.TemporaryDirectory() as tmp:
-        jobs_file, results_file = Path(tmp, "jobs.json"), Path(tmp, "results.json")
-        jobs_file.write_text(json.dumps([{"argv": argv} for argv in argvs]))
-        with open(log, "w") as out:
-            status = subprocess.run(
-                [sys.executable, str(WORKER), str(jobs_file), str(results_file)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            ).returncode
-        try:
-            return json.loads(results_file.read_text())
-        except (OSError, ValueError):
-            return [f"msprobe ended with status {status}"] * len(argvs)
 
 
 def _run_msprobe(jobs, log: Path, summary: Summary, xlsx: bool = False) -> list[Path | None]:

@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compare import EXIT_DIFFERENT, EXIT_OK, _fail
+from .runs import EXIT_DIFFERENT, EXIT_OK
+from .runs import fail as _fail
 
 DEFAULT_PATTERN = r"\bloss\b\s*[:=]?\s*(?P<loss>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)"
 DEFAULT_TOLERANCE = 0.01

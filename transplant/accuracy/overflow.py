@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import dumps
-from .compare import EXIT_DIFFERENT, EXIT_OK, _fail, _installed, run_worker
+from .runs import EXIT_DIFFERENT, EXIT_OK, run_worker
+from .runs import fail as _fail
+from .runs import installed as _installed
 
 RESULT = "anomaly_analyze_*.json"
 

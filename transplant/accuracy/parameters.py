@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import dumps
-from .compare import EXIT_DIFFERENT, EXIT_OK, _fail
+from .runs import EXIT_DIFFERENT, EXIT_OK
+from .runs import fail as _fail
 
 
 @dataclass(frozen=True)
