@@ -81,6 +81,8 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             return None
         return node.with_changes(left=left or node.left, right=right or node.right)
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        if any(isinstance(el, cst.Element) and string_value(el.value) == "npu" for el in node.elements):
+            return None  # names NPU already (device_names.py added it beside "cuda"): whole
         changed = False
         elements = []
         for item in node.elements:

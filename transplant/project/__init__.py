@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from . import cpp_ops
+from .registries import npu_registrations
 from .stars import provided, star_targets
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class ProjectFacts:
     # CUDA build files (Makefile, CMakeLists.txt: formats/buildfiles.py) -> the CUDA sources under their folder
     cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
+    npu_registries: frozenset[str] = frozenset()  # functions the project calls with device="npu" (registries.py)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -145,6 +147,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     dependency_dirs: set[str] = set()  # folders whose dependency file lists triton-ascend
     build_files: list[str] = []  # CUDA Makefiles / CMakeLists.txt (formats/buildfiles.py)
     cuda_sources: list[str] = []
+    registries: set[str] = set()  # functions called with device="npu" (registries.py)
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if cpp_ops.is_cuda(rel):
@@ -182,6 +185,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                     kernel_files[rel] = found
             if (b"npu" in data or b"NPU" in data) and b"import" in data:
                 npu_loaders[rel] = tree or data
+            if b"npu" in data:
+                registries |= npu_registrations(data)
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -191,6 +196,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
 
     if python_files:
         facts = dataclasses.replace(facts, own_packages=own_packages(python_files))
+    if registries:
+        facts = dataclasses.replace(facts, npu_registries=frozenset(registries))
     if build_files:
         from .cuda_programs import group_sources
 
