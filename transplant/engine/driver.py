@@ -34,6 +34,7 @@ from .imports import (
     insertion_index,
 )
 from .device_names import accepted_names, registry_keeps
+from .npu_paths import mark_paths
 from .device_sets import device_families
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
 from .own_attributes import own_attribute_keeps
@@ -93,6 +94,7 @@ def convert(source: bytes, rules: RuleSet, stars: StarNames = NO_STARS, facts: P
     result = _convert_source(code, rules, stars, facts)
     if result.new is not None:
         result.new += footer
+        result.records = mark_paths(code, result.records)  # rewrites that change an NPU run's path
     return result
 
 
