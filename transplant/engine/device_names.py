@@ -129,12 +129,14 @@ def with_npu(node: CollectionT) -> CollectionT | None:
     assert isinstance(value, cst.SimpleString)
     npu = cst.Element(value.with_changes(value=value.prefix + value.quote + "npu" + value.quote), comma=cuda.comma)
     comma = cuda.comma
-    if not isinstance(comma, cst.Comma):
+    before = elements[i - 1].comma if i > 0 else None
+    if isinstance(before, cst.Comma) and isinstance(before.whitespace_after, cst.ParenthesizedWhitespace):
+        comma = cst.Comma(whitespace_after=before.whitespace_after)  # one name a line: "npu" on a line of its own
+    elif not isinstance(comma, cst.Comma):
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     elif isinstance(comma.whitespace_after, cst.SimpleWhitespace) and not comma.whitespace_after.value:
-        comma = comma.with_changes(
-            whitespace_after=cst.SimpleWhitespace(" ")
-        )  # ("cuda",): "npu" takes the trailing comma
+        # ("cuda",): "npu" takes the trailing comma
+        comma = comma.with_changes(whitespace_after=cst.SimpleWhitespace(" "))
     elements[i : i + 1] = [cuda.with_changes(comma=comma), npu]
     return node.with_changes(elements=elements)
 
