@@ -22,8 +22,8 @@ import re
 
 from ..records import CODES, OPERATION, Record
 
-# change records that may be part of a device test
-TEST_CODES = frozenset({CODES["rename"], CODES["method"], CODES["device"]})
+# change records that may be part of a device (or backend: "nccl" -> "hccl") test
+TEST_CODES = frozenset({CODES["rename"], CODES["method"], CODES["device"], CODES["args"]})
 PATH_CODE = CODES["path"]
 # a line that holds a test: cheap pre-check on the line's bytes before any parse
 TEST_LINE = re.compile(rb"\b(?:if|elif|while|assert)\b")
