@@ -193,3 +193,68 @@ def test_every_changed_device_test_has_its_row(path: Path):
         if text != new_text and not any(start <= line <= end for line in rows)
     ]
     assert silent == []
+
+
+# ---- a project of several files (tests/fixtures/projects/decisions): a registry the project fills
+# for NPU itself, accepted device names, options its launch script and config pass as they are
+
+
+@pytest.fixture(scope="module")
+def decisions_result(tmp_path_factory) -> Path:
+    from test_project import convert_project
+
+    return convert_project(PROJECT, tmp_path_factory.mktemp("decisions"))
+
+
+PROJECT = FIXTURES / "projects" / "decisions"
+REPORTS = {"change_list.csv", "unsupported_op.xlsx", "msFmkTranspltlog.txt"}
+
+
+def _sheet_tsv(result: Path, name: str) -> str:
+    import openpyxl
+
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    return "".join(
+        "\t".join("" if v is None else str(v) for v in row) + "\n"
+        for row in wb[name].iter_rows(min_row=2, values_only=True)
+    )
+
+
+def test_the_project_converts_to_its_golden_tree(decisions_result: Path):
+    from goldens import check_tree
+
+    check_tree(FIXTURES / "projects" / "decisions_msft", decisions_result, ignore=REPORTS)
+
+
+def test_the_npu_paths_and_kept_values_are_reported(decisions_result: Path):
+    from goldens import check_text
+
+    check_text(FIXTURES / "reports" / "decisions_paths.tsv", _sheet_tsv(decisions_result, "NPU paths"))
+    check_text(FIXTURES / "reports" / "decisions_unsupported.tsv", _sheet_tsv(decisions_result, "Unsupported"))
+
+
+def test_the_registry_keeps_its_cuda_keys_and_the_recipes_their_values(decisions_result: Path):
+    registry = (decisions_result / "engines" / "registry.py").read_text()
+    assert 'def register(name, device="cuda"):' in registry and '@register("attention", device="cuda")' in registry
+    assert 'KNOWN_DEVICES = ("cpu", "cuda", "npu", "mps")' in registry
+    train = (decisions_result / "train.py").read_text()
+    launch = (decisions_result / "scripts" / "launch.sh").read_text()
+    # one value, one decision: what the script keeps, the default keeps; what it renames, the default renames
+    assert '"--comm", default="nccl"' in train and "--comm nccl" in launch
+    assert '"--accel", default="cuda"' in train and "--accel cuda" in launch
+    assert '"--dist-backend", default="hccl"' in train and "--dist-backend hccl" in launch
+    assert "torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)" in train
+
+
+def test_without_the_npu_registration_the_registry_converts(tmp_path: Path):
+    """The look-alike: the same registry in a project with no NPU engine of its own."""
+    import shutil
+
+    from test_project import convert_project
+
+    src = tmp_path / "plain"
+    shutil.copytree(PROJECT, src)
+    (src / "engines" / "npu.py").unlink()
+    result = convert_project(src, tmp_path / "out")
+    registry = (result / "engines" / "registry.py").read_text()
+    assert 'def register(name, device="npu"):' in registry and '@register("attention", device="npu")' in registry

@@ -116,7 +116,6 @@ def _split_footer(source: bytes) -> tuple[bytes, bytes]:
 def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: ProjectFacts = NO_FACTS) -> Conversion:
     skip = skipped_lines(source)
     guards = analyse(source, rules, facts)  # device tests that stay CUDA tests (None: none)
-    registries = facts.npu_registries
     result = None
     # names a star import provides are unknown to the skeleton's folding: such a file goes whole
     # and a file that names NPU goes whole: what already handles NPU (npu_aware.py, device_sets.py)
@@ -125,13 +124,11 @@ def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: Proj
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
-            result = _convert(
-                cst.parse_module(skel.text), rules, skip, skel, stars=stars, guards=guards, registries=registries
-            )
+            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars, guards=guards, facts=facts)
         except (_Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
-        result = _convert(parse(source), rules, skip, None, source, stars=stars, guards=guards, registries=registries)
+        result = _convert(parse(source), rules, skip, None, source, stars=stars, guards=guards, facts=facts)
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
@@ -147,7 +144,7 @@ def _convert(
     *,
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
-    registries: frozenset[str] = frozenset(),
+    facts: ProjectFacts = NO_FACTS,
 ) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
@@ -163,7 +160,7 @@ def _convert(
             skel.text if skel is not None else source,
             stars=stars,
             guards=guards,
-            registries=registries,
+            facts=facts,
         )
         if not hit:
             break
@@ -181,7 +178,7 @@ def _convert_once(
     *,
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
-    registries: frozenset[str] = frozenset(),
+    facts: ProjectFacts = NO_FACTS,
 ) -> tuple[Conversion, set[int]]:
     """One conversion of ``module``, whose source is ``source`` (when known)."""
     bindings = analyse_imports(module, rules)
@@ -201,9 +198,10 @@ def _convert_once(
                 bindings.rewritten.pop(name, None)
     for node_id, why in own_attribute_keeps(module, text, rules.rename_attribute, kept).items():
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
-    for node_id, why in registry_keeps(module, text, registries).items():
+    for node_id, why in registry_keeps(module, text, facts.npu_registries).items():
         kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
     conv = Converter(module, rules, bindings, excluded, flow_of(text))
+    conv.passed = dict(facts.passed_values)  # values the project's scripts and configs pass (project/passed.py)
     convert_strings, keep_strings = device_families(module, text)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)

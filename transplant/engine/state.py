@@ -58,6 +58,7 @@ class State(cst.CSTTransformer):
         self.kept: dict[int, str] = {}  # nodes of code that already handles NPU -> why (npu_aware.py)
         self.kept_quiet: set[int] = set()  # those of them in tests and collections
         self.force_devices: set[int] = set()  # device strings of a collection converted whole (device_sets.py)
+        self.passed: dict[tuple[str, str], str] = {}  # (option, value) the project's scripts pass as is -> where
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
