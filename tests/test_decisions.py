@@ -258,3 +258,17 @@ def test_without_the_npu_registration_the_registry_converts(tmp_path: Path):
     result = convert_project(src, tmp_path / "out")
     registry = (result / "engines" / "registry.py").read_text()
     assert 'def register(name, device="npu"):' in registry and '@register("attention", device="npu")' in registry
+
+
+def test_a_cuda_file_beside_its_npu_twin_stays(decisions_result: Path):
+    """engines/nccl_sync.py has the project's own NPU version beside it (hccl_sync.py): kept byte for byte."""
+    for name in ("nccl_sync.py", "hccl_sync.py"):
+        assert (decisions_result / "engines" / name).read_bytes() == (PROJECT / "engines" / name).read_bytes()
+
+
+def test_twins_are_found_by_name_in_the_same_folder():
+    from transplant.project.twins import twins
+
+    paths = ["a/nccl_engine.py", "a/hccl_engine.py", "t/test_on_gpu.py", "t/test_on_npu.py", "b/nccl_engine.py"]
+    paths += ["x/cuda_utils.py", "y/npu_utils.py", "nccl.py"]  # another folder, no twin: not twins
+    assert twins(paths) == (("a/nccl_engine.py", "a/hccl_engine.py"), ("t/test_on_gpu.py", "t/test_on_npu.py"))

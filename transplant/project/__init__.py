@@ -74,6 +74,7 @@ class ProjectFacts:
     npu_registries: frozenset[str] = frozenset()  # functions the project calls with device="npu" (registries.py)
     # (option, value) -> where the project's scripts and configs pass it, kept there (passed.py)
     passed_values: tuple[tuple[tuple[str, str], str], ...] = ()
+    twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin (twins.py)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -94,6 +95,10 @@ class ProjectFacts:
             if file == path:
                 return dict(names), found
         return {}, ()
+
+    def twin_of(self, path: str) -> str:
+        """The NPU twin of the CUDA Python file ``path`` (twins.py), or ""."""
+        return next((twin for rel, twin in self.twins if rel == path), "")
 
     def kernel_files(self) -> dict[str, tuple[str, ...]]:
         return dict(self.triton_kernels)
@@ -205,6 +210,12 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         facts = dataclasses.replace(facts, npu_registries=frozenset(registries))
     if passing:
         facts = dataclasses.replace(facts, passed_values=tuple(sorted(passing.items())))
+    if python_files:
+        from .twins import twins
+
+        found_twins = twins(list(python_files))
+        if found_twins:
+            facts = dataclasses.replace(facts, twins=found_twins)
     if build_files:
         from .cuda_programs import group_sources
 
