@@ -29,6 +29,7 @@ from .npu_aware import NPU_STRING
 GATE = re.compile(rb"""=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu|cpu)""")
 DEVICE_WORDS = re.compile(r"^(cpu|cuda|npu|mps|xpu|meta|hpu|xla)(:\d+)?$")
 MUTATORS = frozenset({"append", "add", "insert", "extend"})
+PRIVATEUSE1_BYTES = re.compile(rb"(\w+)\.(?:append|add|insert)\([^()]*?\b_get_privateuse1_backend_name\(")
 
 
 def _device_string(node: cst.CSTNode) -> bool:
@@ -118,6 +119,8 @@ def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]
         return set(), set()
     finder = _Families()
     module.visit(finder)
+    if b"_get_privateuse1_backend_name" in text:  # (also in statements the skeleton folded away)
+        finder.privateuse1 |= {m.group(1).decode() for m in PRIVATEUSE1_BYTES.finditer(text)}
     convert: set[int] = set()
     keep: set[int] = set()
     for name, strings in finder.literals.items():
