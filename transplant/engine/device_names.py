@@ -14,7 +14,7 @@ way is a list of devices to run on: those keep being converted (device_sets.py, 
 
 A collection that names "npu" already is left whole (npu_aware.py), so the rewrite is idempotent
 and never duplicates an entry, and a "npu" spelled by a later ``.append`` is kept as well.
-Runs only when the file's bytes hold a quoted "cuda".
+Runs only when the file's bytes hold a quoted "cuda" next to another quoted device name.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ CollectionT = TypeVar("CollectionT", cst.List, cst.Tuple, cst.Set)
 
 # bare device type names (torch.device's types and the common third-party ones)
 DEVICE_TYPES = frozenset({"cpu", "cuda", "npu", "mps", "xpu", "hpu", "xla", "meta", "ipu", "mtia", "vulkan", "tpu"})
-GATE = re.compile(rb"""['"]cuda['"]""")
+# "cuda" beside another device name in a collection: the one gate of the libcst pass (cheap bytes search)
+_OTHER = rb"""['"](?:cpu|mps|xpu|hpu|xla|meta|ipu|mtia|vulkan|tpu)['"]"""
+GATE = re.compile(_OTHER + rb"""\s*,\s*['"]cuda['"]|['"]cuda['"]\s*,\s*""" + _OTHER)
 MESSAGE = "device names: 'npu' accepted beside 'cuda' (the collection still accepts 'cuda')"
 
 

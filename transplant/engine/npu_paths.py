@@ -17,6 +17,7 @@ parse and one walk, linear in the file.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import re
 
@@ -120,6 +121,49 @@ class _Tests(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+_TOP = re.compile(
+    rb"^(?:def|async|class|if|elif|else|for|while|with|try|except|finally|match|@|[A-Za-z_][\w.]*\s*[=(:])"
+)
+
+
+CONTINUED = (b"else", b"elif", b"except", b"finally", b"case")  # parts of the statement above
+
+
+def _blocks(lines: list[bytes], wanted: set[int]):
+    """The parsed top-level statements that hold the lines ``wanted`` (line numbers kept), each parsed
+    once; the whole source when a statement does not parse alone (a string spanning lines, say).
+    Parsing only the statements that hold a test keeps the cost off large files with few tests."""
+    if not wanted:
+        return
+    starts = [i + 1 for i, line in enumerate(lines) if line[:1] not in (b" ", b"\t", b"#", b"") and _TOP.match(line)]
+    spans: list[tuple[int, int]] = []  # (first line, line after the last)
+    for line in sorted(wanted):
+        k = bisect.bisect_right(starts, line) - 1
+        start = starts[k] if k >= 0 else 1
+        while k > 0 and lines[start - 1].startswith(CONTINUED):
+            k -= 1  # (an else belongs to the if above)
+            start = starts[k]
+        while k > 0 and lines[starts[k - 1] - 1].startswith(b"@") and starts[k - 1] < start:
+            k -= 1
+            start = starts[k]
+        j = bisect.bisect_right(starts, line)
+        while j < len(starts) and lines[starts[j] - 1].startswith(CONTINUED):
+            j += 1
+        end = starts[j] if j < len(starts) else len(lines) + 1
+        if not spans or spans[-1][1] <= start:
+            spans.append((start, end))
+    for start, end in spans:
+        chunk = b"\n" * (start - 1) + b"\n".join(lines[start - 1 : end - 1])
+        try:
+            yield ast.parse(chunk)
+        except (SyntaxError, ValueError):
+            try:
+                yield ast.parse(b"\n".join(lines))
+            except (SyntaxError, ValueError):
+                pass
+            return
+
+
 def mark_paths(source: bytes, records: list[Record]) -> list[Record]:
     """``records`` with the rewrites that change an NPU run's path given code TP108 and the branch."""
     lines = source.splitlines()
@@ -133,15 +177,10 @@ def mark_paths(source: bytes, records: list[Record]) -> list[Record]:
         and TEST_LINE.search(lines[r.line - 1])
     }
     found: dict[tuple[int, int], str] = {}
-    if candidates:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            tree = None
-        if tree is not None:
-            finder = _Tests(candidates)
-            finder.visit(tree)
-            found = finder.found
+    for tree in _blocks(lines, {line for line, _col in candidates}):
+        finder = _Tests(candidates)
+        finder.visit(tree)
+        found.update(finder.found)
     out = []
     for r in records:
         text = found.get((r.line, r.col), "") if r.is_change and r.code in TEST_CODES else ""
