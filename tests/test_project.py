@@ -82,7 +82,7 @@ def test_example_change_list(example_result: Path):
 
 def test_example_unsupported_workbook(example_result: Path):
     wb = openpyxl.load_workbook(example_result / "unsupported_op.xlsx")
-    assert wb.sheetnames == ["Unsupported", "API counts", "Custom operators", "Libraries", "Summary"]
+    assert wb.sheetnames == ["Unsupported", "NPU paths", "API counts", "Custom operators", "Libraries", "Summary"]
     headers = {
         "Unsupported": (
             "File",

@@ -282,12 +282,13 @@ def test_every_table_is_its_list_of_columns(triton_result: Path):
     is as wide as its widest cell, at most its width."""
     from transplant.reports.columns import table_rows, widths
     from transplant.reports.repository import API_COUNT_COLUMNS, CHANGE_COLUMNS, SUMMARY_COLUMNS, UNSUPPORTED_COLUMNS
-    from transplant.reports.sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS
+    from transplant.reports.sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS, PATH_COLUMNS
     from transplant.reports.xlsx import column_letter
 
     wb = openpyxl.load_workbook(triton_result / "unsupported_op.xlsx")
     tables = {
         "Unsupported": UNSUPPORTED_COLUMNS,
+        "NPU paths": PATH_COLUMNS,
         "API counts": API_COUNT_COLUMNS,
         "Custom operators": OPERATOR_COLUMNS,
         "Libraries": LIBRARY_COLUMNS,

@@ -190,6 +190,7 @@ def test_levels_of_rules_and_results(work, capsys):
         "TP203": "note",
         "TP900": "error",
         "TP107": "warning",
+        "TP108": "warning",
         "TP204": "error",
         "TP205": "warning",
         "TP206": "warning",

@@ -92,7 +92,7 @@ def test_change_list(result):
 
 
 def test_custom_operators_sheet(workbook):
-    assert workbook.sheetnames == ["Unsupported", "API counts", "Custom operators", "Libraries", "Summary"]
+    assert workbook.sheetnames == ["Unsupported", "NPU paths", "API counts", "Custom operators", "Libraries", "Summary"]
     ws = workbook["Custom operators"]
     assert [c.value for c in ws[1]] == ["File", "Operator", "Registration line", "Calls found"]
     assert rows(ws) == [

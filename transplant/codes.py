@@ -96,6 +96,17 @@ TABLE: tuple[Code, ...] = (
         "shell command",
     ),
     Code(
+        "TP108",
+        "path",
+        "npu-path-changed",
+        "warning",
+        "Rewrite that changes which code an NPU run executes (a device test, a collection of device names)",
+        "rewrite that changes which code an NPU run executes: a converted device test (the row names the branch "
+        "an NPU run now enters: its lines and what it calls), a collection of accepted device names that gains "
+        "`npu`; the workbook's *NPU paths* sheet lists them",
+        "NPU path",
+    ),
+    Code(
         "TP201",
         "no_counterpart",
         "no-npu-counterpart",

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, TypeVar
 
 from .filetypes import FileResult, convert_in, file_kind, may_convert
+from .records import CODES, internal_error, not_converted_record
 from .slowfiles import noted_if_slow
-from .records import internal_error, not_converted_record
 from .session import Session
 from .stopping import end_workers, worker_signals
 
@@ -281,12 +281,15 @@ def _work(session: Session, job: Job) -> FileResult:
 
 
 def converted_lines(data: bytes, res: FileResult) -> dict[int, int]:
-    """Lines of ``res``'s findings in its converted text (notebooks count lines per cell: none)."""
-    if res.kind == "notebook" or res.new is None or not res.findings:
+    """Lines of ``res``'s findings and NPU-path changes (TP108) in its converted text (notebooks count
+    lines per cell: none)."""
+    path = CODES["path"]
+    lines = [r.line for r in res.records if not r.is_change or r.code == path]
+    if res.kind == "notebook" or res.new is None or not lines:
         return {}
     from .reports.linemap import new_lines
 
-    return new_lines(data, res.new, (r.line for r in res.findings))
+    return new_lines(data, res.new, lines)
 
 
 def not_converted(rel: str, reason: str) -> FileResult:

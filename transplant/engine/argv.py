@@ -64,7 +64,7 @@ class ArgvHandlers(State):
         return updated_node.with_changes(elements=elements) if changed else updated_node
 
     def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
-        return self._argv(original_node, updated_node)
+        return self._accepted(original_node, self._argv(original_node, updated_node))  # device_names.py
 
     def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
-        return self._argv(original_node, updated_node)
+        return self._accepted(original_node, self._argv(original_node, updated_node))

@@ -5,7 +5,9 @@ tuple or set literal of device strings (``devices = ["cpu", "cuda:0"]``, or ``["
 ``devices.append("cuda")`` makes a CUDA one), what is added to it
 (``devices.append(f"cuda:{n}")``, ``.add``, ``.insert``, ``.extend``, ``+=``) and the collection
 literals it is compared with (``devices == ["cpu", "cuda:0"]``). A family that names NPU already
-is kept as it is, all of it (its appended ``f"cuda:{n}"`` too); any other family has every CUDA
+is kept as it is, all of it (its appended ``f"cuda:{n}"`` too), and so is one that the privateuse1
+backend's name is appended to (``torch._C._get_privateuse1_backend_name()``, "npu" under torch_npu:
+a second "npu" would be a duplicate and "cuda" would be lost); any other family has every CUDA
 device string of it converted, also plain ones such as ``"cuda:0"`` that are not devices by
 their place. Converting only the computed ones would make ``str(x.device) in devices`` fail.
 
@@ -27,6 +29,7 @@ from .npu_aware import NPU_STRING
 GATE = re.compile(rb"""=\s*[\[({]\s*(?:f?["'][\w:{}]*["']\s*,\s*)*f?["'](?:cuda|npu|cpu)""")
 DEVICE_WORDS = re.compile(r"^(cpu|cuda|npu|mps|xpu|meta|hpu|xla)(:\d+)?$")
 MUTATORS = frozenset({"append", "add", "insert", "extend"})
+PRIVATEUSE1_BYTES = re.compile(rb"(\w+)\.(?:append|add|insert)\([^()]*?\b_get_privateuse1_backend_name\(")
 
 
 def _device_string(node: cst.CSTNode) -> bool:
@@ -61,10 +64,17 @@ def _elements(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
     return values
 
 
+def _privateuse1(node: cst.BaseExpression) -> bool:
+    """``torch._C._get_privateuse1_backend_name()``: "npu" once torch_npu is imported."""
+    func = node.func if isinstance(node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and func.attr.value == "_get_privateuse1_backend_name"
+
+
 class _Families(cst.CSTVisitor):
     def __init__(self) -> None:
         self.literals: dict[str, list[cst.BaseExpression]] = {}  # name -> its strings
         self.added: dict[str, list[cst.BaseExpression]] = {}  # name -> strings added or compared
+        self.privateuse1: set[str] = set()  # names given the privateuse1 backend's name ("npu" with torch_npu)
 
     def _assigned(self, name: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         elements = _elements(value) if value is not None else None
@@ -90,6 +100,8 @@ class _Families(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS and node.args:
             value = node.args[-1].value
+            if _privateuse1(value) and isinstance(func.value, cst.Name):
+                self.privateuse1.add(func.value.value)  # .append(torch._C._get_privateuse1_backend_name())
             self._add(func.value, _elements(value) or ([value] if func.attr.value != "extend" else []))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
@@ -107,13 +119,15 @@ def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]
         return set(), set()
     finder = _Families()
     module.visit(finder)
+    if b"_get_privateuse1_backend_name" in text:  # (also in statements the skeleton folded away)
+        finder.privateuse1 |= {m.group(1).decode() for m in PRIVATEUSE1_BYTES.finditer(text)}
     convert: set[int] = set()
     keep: set[int] = set()
     for name, strings in finder.literals.items():
         family = strings + finder.added.get(name, [])
         if not any(is_cuda_device(s) or _npu(s) for s in family):
             continue  # ["cpu"] and nothing CUDA added: nothing to convert
-        if any(_npu(s) for s in family):
+        if any(_npu(s) for s in family) or name in finder.privateuse1:
             keep |= {id(s) for s in family}
         else:
             convert |= {id(s) for s in family if is_cuda_device(s)}

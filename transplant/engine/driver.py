@@ -33,6 +33,8 @@ from .imports import (
     insertion_anchor,
     insertion_index,
 )
+from .device_names import accepted_names, registry_keeps
+from .npu_paths import mark_paths
 from .device_sets import device_families
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
 from .own_attributes import own_attribute_keeps
@@ -92,6 +94,7 @@ def convert(source: bytes, rules: RuleSet, stars: StarNames = NO_STARS, facts: P
     result = _convert_source(code, rules, stars, facts)
     if result.new is not None:
         result.new += footer
+        result.records = mark_paths(code, result.records)  # rewrites that change an NPU run's path
     return result
 
 
@@ -121,11 +124,11 @@ def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: Proj
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
-            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars, guards=guards)
+            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars, guards=guards, facts=facts)
         except (_Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
-        result = _convert(parse(source), rules, skip, None, source, stars=stars, guards=guards)
+        result = _convert(parse(source), rules, skip, None, source, stars=stars, guards=guards, facts=facts)
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
@@ -141,6 +144,7 @@ def _convert(
     *,
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
+    facts: ProjectFacts = NO_FACTS,
 ) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
@@ -148,7 +152,15 @@ def _convert(
     excluded: set[int] = set()
     for _attempt in range(4):
         result, hit = _convert_once(
-            module, rules, excluded, skip, skel, skel.text if skel is not None else source, stars=stars, guards=guards
+            module,
+            rules,
+            excluded,
+            skip,
+            skel,
+            skel.text if skel is not None else source,
+            stars=stars,
+            guards=guards,
+            facts=facts,
         )
         if not hit:
             break
@@ -166,6 +178,7 @@ def _convert_once(
     *,
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
+    facts: ProjectFacts = NO_FACTS,
 ) -> tuple[Conversion, set[int]]:
     """One conversion of ``module``, whose source is ``source`` (when known)."""
     bindings = analyse_imports(module, rules)
@@ -185,11 +198,18 @@ def _convert_once(
                 bindings.rewritten.pop(name, None)
     for node_id, why in own_attribute_keeps(module, text, rules.rename_attribute, kept).items():
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
+    for node_id, why in registry_keeps(module, text, facts.npu_registries).items():
+        kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
     conv = Converter(module, rules, bindings, excluded, flow_of(text))
+    conv.passed = dict(facts.passed_values)  # values the project's scripts and configs pass (project/passed.py)
     convert_strings, keep_strings = device_families(module, text)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)
+    accepted = accepted_names(module, text)  # collections of accepted names: "npu" added, "cuda" kept
+    if accepted:
+        convert_strings -= {id(el.value) for n in accepted.values() for el in getattr(n, "elements", ())}
     conv.kept, conv.kept_quiet, conv.force_devices = kept, quiet | keep_strings, convert_strings
+    conv.accepted_names = set(accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:
         new_module = module.visit(conv)

@@ -69,6 +69,8 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             return node.with_changes(left=replace_string(literal, "cuda", "npu"))
         return None
     if isinstance(node, cst.IfExp):
+        if _names_npu(node.body) or _names_npu(node.orelse):
+            return None  # "cuda" if <CUDA> else "npu": chooses between the backends already
         body = rewrite_device_expr(node.body)
         orelse = rewrite_device_expr(node.orelse)
         if body is None and orelse is None:
@@ -81,6 +83,8 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             return None
         return node.with_changes(left=left or node.left, right=right or node.right)
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        if any(isinstance(el, cst.Element) and string_value(el.value) == "npu" for el in node.elements):
+            return None  # names NPU already (device_names.py added it beside "cuda"): whole
         changed = False
         elements = []
         for item in node.elements:
@@ -112,6 +116,16 @@ def rewrite_device_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             entries.append(el)
         return node.with_changes(elements=entries) if changed else None
     return None
+
+
+def _names_npu(node: cst.BaseExpression) -> bool:
+    """An "npu" device string ("npu", "npu:0", f"npu:{i}")."""
+    value = string_value(node) if isinstance(node, cst.SimpleString) else None
+    if value is not None:
+        return value == "npu" or value.startswith("npu:")
+    if isinstance(node, cst.FormattedString) and node.parts and isinstance(node.parts[0], cst.FormattedStringText):
+        return node.parts[0].value.startswith("npu")
+    return False
 
 
 def _npu_twin(el: cst.BaseDictElement, keys: set[str | None]) -> cst.DictElement | None:
@@ -195,6 +209,8 @@ def rewrite_backend_expr(node: cst.BaseExpression) -> cst.BaseExpression | None:
             return replace_string(node, "cuda:nccl", "npu:hccl")
         return None
     if isinstance(node, cst.IfExp):
+        if string_value(node.body) == "hccl" or string_value(node.orelse) == "hccl":
+            return None  # "nccl" if <CUDA> else "hccl": chooses between the backends already
         body, orelse = rewrite_backend_expr(node.body), rewrite_backend_expr(node.orelse)
         if body is None and orelse is None:
             return None

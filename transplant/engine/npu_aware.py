@@ -35,6 +35,7 @@ from .literals import is_cuda_device
 
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
+CUDA_WORD = re.compile(r"(?:^|_)cuda(?:_|$)")
 NPU_WORD_BYTES = re.compile(rb"npu(?<![A-Za-z0-9]npu)")  # (literal first: a fast scan)
 # an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
 NPU_STRING_BYTES = re.compile(rb"""npu(?<=['"]npu)[:'"]""")
@@ -182,6 +183,13 @@ class _Finder(cst.CSTVisitor):
         if self._cuda_comparison(node):
             self._tests.append((node, True))
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``is_cuda_available = torch.cuda.is_available()``: the project's CUDA flag (see _cuda_flag)."""
+        if any(isinstance(t.target, cst.Name) and CUDA_WORD.search(t.target.value) for t in node.targets) and any(
+            isinstance(n, cst.Call) and _cuda_api(n.func) for n in _walk(node.value)
+        ):
+            self._tests.append((node.value, False))
+
     def visit_Call(self, node: cst.Call) -> None:
         if self._prefix_test(node):
             self._tests.append((node, True))
@@ -206,13 +214,26 @@ class _Finder(cst.CSTVisitor):
         )
 
     def _cuda_test(self, test: cst.BaseExpression) -> bool:
-        return any(
+        return _cuda_flag(test) or any(
             isinstance(n, cst.Comparison)
             and self._cuda_comparison(n)
             or isinstance(n, cst.Call)
             and self._prefix_test(n)
             for n in _walk(test)
         )
+
+
+def _cuda_flag(test: cst.BaseExpression) -> bool:
+    """The project's own CUDA flag tested alone (``if is_cuda_available:``, ``if not use_cuda:``,
+    ``if args.cuda:``): in a file that tells NPU from CUDA, it means CUDA (issue 31: an allocator call
+    under such a test stays a CUDA call). A tensor's ``x.is_cuda`` is not one."""
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.Name):
+        return CUDA_WORD.search(test.value) is not None
+    if isinstance(test, cst.Attribute) and test.attr.value != "is_cuda":
+        return CUDA_WORD.search(test.attr.value) is not None and isinstance(test.value, cst.Name)
+    return False
 
 
 def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:

@@ -8,7 +8,7 @@ the shared fields, ``record`` (which also decides, in one place, whether a chang
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
@@ -16,6 +16,9 @@ from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
+
+
+_C = TypeVar("_C", cst.List, cst.Tuple, cst.Set)
 
 
 @dataclass
@@ -55,6 +58,9 @@ class State(cst.CSTTransformer):
         self.kept: dict[int, str] = {}  # nodes of code that already handles NPU -> why (npu_aware.py)
         self.kept_quiet: set[int] = set()  # those of them in tests and collections
         self.force_devices: set[int] = set()  # device strings of a collection converted whole (device_sets.py)
+        self.passed: dict[tuple[str, str], str] = {}  # (option, value) the project's scripts pass as is -> where
+        self.env_twins: set[int] = set()  # CUDA variable names beside their NPU twin in a conditional (values.py)
+        self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
@@ -97,6 +103,7 @@ class State(cst.CSTTransformer):
         def _call_keywords(self, call: cst.Call, args: list[cst.Arg]) -> bool: ...
         def _keywords_unknown(self, anchor: cst.CSTNode, rule: Rule) -> None: ...
         def index_call(self, node: cst.Call) -> None: ...
+        def _accepted(self, original_node: cst.CSTNode, updated_node: _C) -> _C: ...
 
     # ---- records
 

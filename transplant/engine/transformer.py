@@ -10,6 +10,7 @@ same one, so libcst's dispatch by node type runs them all in one pass:
 * values.py      device/backend values by their place (assignments, parameters, dicts)
 * device_tests.py  tests of a device/backend value (comparisons, startswith, match, backend maps)
 * argv.py        command lines written as lists (``["--device", "cuda"]``)
+* device_names.py  collections of accepted device names gain "npu" beside "cuda"
 * device_index.py  integer device indices (``device = 0``, ``.to(0)``), which mean the NPU with torch_npu
 * members.py     the project's own definitions of renamed members (``def cuda(self)`` in a class)
 * redirects.py   assignments to torch.cuda names (another backend's patches): kept, never rewritten
@@ -30,6 +31,7 @@ from .call_keywords import CallKeywordHandlers
 from .calls import CallHandlers
 from .commands import CommandHandlers
 from .device_index import DeviceIndexHandlers
+from .device_names import DeviceNameHandlers
 from .imports import ImportHandlers
 from .members import MemberHandlers
 from .named_strings import NamedStringHandlers
@@ -49,6 +51,7 @@ class Converter(
     DeviceTestHandlers,
     ArgvHandlers,
     DeviceIndexHandlers,
+    DeviceNameHandlers,
     MemberHandlers,
     RedirectHandlers,
     NamedStringHandlers,

@@ -158,6 +158,17 @@ class ValueHandlers(State):
         kind = {"error": "no_counterpart", "warning": "unsupported", "note": "note"}[level]
         self.record(anchor, kind, f"{name}: {rule.get('message', 'has no effect on NPU')}", rule, api=name, level=level)
 
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        """``"CUDA_VISIBLE_DEVICES" if <CUDA> else "ASCEND_RT_VISIBLE_DEVICES"`` chooses between the
+        backends already: the CUDA name stays (renamed, both branches would say the NPU one)."""
+        for one, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            value, twin = string_value(one), string_value(other)
+            if value is None or twin is None or not ENV_NAME.match(value):
+                continue
+            rule = self.rules.env_rule(value)
+            if rule is not None and rule.get("new_name") == twin:
+                self.env_twins.add(id(one))
+
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
         if id(original_node) in self.force_devices:  # "cuda:0" in a collection of devices converted whole
             new = self._device_value(updated_node, original_node)
@@ -165,6 +176,8 @@ class ValueHandlers(State):
                 return new
         value = string_value(original_node)
         rule = self.rules.env_rule(value) if value is not None and ENV_NAME.match(value) else None
+        if rule is not None and id(original_node) in self.env_twins:
+            rule = None
         if rule is not None and value is not None:
             if rule.get("new_name") is None:
                 self._env_finding(original_node, value, rule)

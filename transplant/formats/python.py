@@ -5,7 +5,7 @@ every file, so this module imports the engine and the project scan only where a 
 
 from __future__ import annotations
 
-from ..records import CODES, Conversion
+from ..records import CODES, Conversion, Record
 from ..session import Session
 
 
@@ -21,6 +21,9 @@ def may_convert_cells(path: str, data: bytes, session: Session) -> bool:
 
 def convert(path: str, data: bytes, session: Session) -> Conversion:
     rules, facts = session.rules, session.facts
+    twin = facts.twin_of(path.replace("\\", "/")) if facts.twins else ""
+    if twin:  # nccl_engine.py beside the project's own hccl_engine.py: the CUDA version stays
+        return Conversion(None, [twin_note(twin)])
     provided, resolved = facts.star_names(path)
     if not session.prefilter or provided or rules.may_match(data):
         from ..engine import StarNames, convert as convert_source  # libcst loads once a file needs parsing
@@ -54,3 +57,19 @@ def _library_context(data: bytes, conv: Conversion, session: Session) -> Convers
     facts = session.facts
     built = frozenset(m.name for m in facts.modules if m.cuda)
     return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built))
+
+
+def twin_note(twin: str) -> Record:
+    return Record(
+        1,
+        1,
+        1,
+        1,
+        CODES["note"],
+        "note",
+        "",
+        f"kept as it is: the CUDA version of {twin}, the project's own NPU version of this file "
+        "(an NPU run uses that one; converting this one would take the CUDA path away)",
+        "builtin",
+        api="cuda",
+    )

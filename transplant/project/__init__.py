@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from . import cpp_ops
+from . import cpp_ops, passed
+from .registries import npu_registrations
 from .stars import provided, star_targets
 
 if TYPE_CHECKING:
@@ -76,6 +77,10 @@ class ProjectFacts:
     # CUDA build files (Makefile, CMakeLists.txt: formats/buildfiles.py) -> the CUDA sources under their folder
     cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
+    npu_registries: frozenset[str] = frozenset()  # functions the project calls with device="npu" (registries.py)
+    # (option, value) -> where the project's scripts and configs pass it, kept there (passed.py)
+    passed_values: tuple[tuple[tuple[str, str], str], ...] = ()
+    twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin (twins.py)
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
@@ -96,6 +101,10 @@ class ProjectFacts:
             if file == path:
                 return dict(names), found
         return {}, ()
+
+    def twin_of(self, path: str) -> str:
+        """The NPU twin of the CUDA Python file ``path`` (twins.py), or ""."""
+        return next((twin for rel, twin in self.twins if rel == path), "")
 
     def kernel_files(self) -> dict[str, tuple[str, ...]]:
         return dict(self.triton_kernels)
@@ -151,6 +160,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     dependency_dirs: set[str] = set()  # folders whose dependency file lists triton-ascend
     build_files: list[str] = []  # CUDA Makefiles / CMakeLists.txt (formats/buildfiles.py)
     cuda_sources: list[str] = []
+    registries: set[str] = set()  # functions called with device="npu" (registries.py)
+    passing: dict[tuple[str, str], str] = {}  # (option, value) -> "file:line" (passed.py)
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if cpp_ops.is_cuda(rel):
@@ -159,6 +170,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             build_files.append(rel)
             continue
         if not is_py and not cpp_ops.is_cpp(rel):
+            if passed.is_candidate(rel):
+                _passed(rel, path, passing)
             if triton.is_dependency_file(rel) and _mentions(path, (b"triton-ascend", b"triton_ascend")):
                 dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
             continue
@@ -188,6 +201,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                     kernel_files[rel] = found
             if (b"npu" in data or b"NPU" in data) and b"import" in data:
                 npu_loaders[rel] = tree or data
+            if b"npu" in data:
+                registries |= npu_registrations(data)
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -197,6 +212,16 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
 
     if python_files:
         facts = dataclasses.replace(facts, own_packages=own_packages(python_files))
+    if registries:
+        facts = dataclasses.replace(facts, npu_registries=frozenset(registries))
+    if passing:
+        facts = dataclasses.replace(facts, passed_values=tuple(sorted(passing.items())))
+    if python_files:
+        from .twins import twins
+
+        found_twins = twins(list(python_files))
+        if found_twins:
+            facts = dataclasses.replace(facts, twins=found_twins)
     if build_files:
         from .cuda_programs import group_sources
 
@@ -206,6 +231,17 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     if kernel_files or dependency_dirs:
         facts = _triton_facts(facts, kernel_files, npu_marked, npu_loaders, dependency_dirs)
     return facts
+
+
+def _passed(rel: str, path: str, passing: dict[tuple[str, str], str]) -> None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(passed.MAX_BYTES + 1)
+    except OSError:
+        return
+    if len(data) <= passed.MAX_BYTES:
+        for name, value, line in passed.passed_values(data):
+            passing.setdefault((name, value), f"{rel}:{line}")
 
 
 def _is_cuda_build_file(rel: str, path: str) -> bool:

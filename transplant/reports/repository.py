@@ -144,7 +144,7 @@ def write_change_list(path: Path, results: Sequence[FileResult]) -> int:
 
 def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     from .findings import reported, rows
-    from .sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS, library_rows, operator_rows
+    from .sheets import LIBRARY_COLUMNS, OPERATOR_COLUMNS, PATH_COLUMNS, library_rows, operator_rows, path_rows
 
     grouped = rows(results)
     per_api: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -159,6 +159,7 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     api_counts = sheet("API counts", API_COUNT_COLUMNS, counts)
     operators = sheet("Custom operators", OPERATOR_COLUMNS, operator_rows(results))
     libraries = sheet("Libraries", LIBRARY_COLUMNS, library_rows(results))
+    paths = sheet("NPU paths", PATH_COLUMNS, path_rows(results))  # what a reviewer reads first
 
     summary: list[FileSummary] = []
     for res in results:
@@ -184,7 +185,7 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     totals.styles = {(row, rate): PERCENT for row in range(2, last)}
     totals.styles.update({(last, column): BOLD for column in range(1, len(SUMMARY_COLUMNS) + 1)})
     totals.styles[(last, rate)] = BOLD_PERCENT
-    write_workbook(path, [unsupported, api_counts, operators, libraries, totals])
+    write_workbook(path, [unsupported, paths, api_counts, operators, libraries, totals])
     return len(grouped)
 
 

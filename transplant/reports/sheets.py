@@ -1,11 +1,12 @@
-"""The workbook's sheets for custom operators and CUDA-only libraries, as rows built from records.
+"""The workbook's sheets for custom operators, CUDA-only libraries and NPU paths, as rows built from records.
 
 *Custom operators*: one row per operator a C/C++/CUDA file registers (TP204 records of those
 files), with the Python calls that reach it (TP204 records of Python files with the same ``api``),
 plus CUDA files that register nothing (the file alone). *Libraries*: one row per library named by
 library records (TP206, ``api`` = the library), with its uses (per file, counted) and NPU route. Calls and uses give the
 original line and, where conversion moved it, the line in the converted file (in a notebook: the
-cell and the line in it).
+cell and the line in it). *NPU paths*: one row per rewrite that changes which code an NPU run
+executes (TP108 changes, engine/npu_paths.py), with the branch it now enters.
 """
 
 from __future__ import annotations
@@ -37,6 +38,23 @@ OPERATOR_COLUMNS = (
     Column("Operator", 40, lambda row: row.operator, wrap=True),
     Column("Registration line", 13, lambda row: row.line),
     Column("Calls found", 70, lambda row: row.calls, wrap=True),
+)
+
+
+class PathRow(NamedTuple):
+    file: str
+    line: int
+    converted: object  # the line in the converted file ("" when it did not move)
+    change: str
+    now: str  # what an NPU run does now
+
+
+PATH_COLUMNS = (
+    Column("File", 40, lambda row: row.file),
+    Column("Line", 8, lambda row: row.line),
+    Column("Converted line", 14, lambda row: row.converted),
+    Column("Change", 50, lambda row: row.change),
+    Column("What an NPU run does now", 90, lambda row: row.now),
 )
 LIBRARY_COLUMNS = (
     Column("Library", 30, lambda row: row.library, wrap=True),
@@ -112,3 +130,21 @@ def _routes(by_level: dict[str, list[str]]) -> list[str]:
 
 def _where(path: str, places: list[str]) -> str:
     return places[0] if len(places) == 1 else f"{path} ({len(places)})"
+
+
+def path_rows(results: Iterable[FileResult]) -> list[PathRow]:
+    """One row per TP108 change, in file and line order."""
+    rows = []
+    for res in results:
+        for r in res.changes:
+            if r.code != CODES["path"]:
+                continue
+            change, _, now = r.message.partition(": an NPU run ")
+            now = f"an NPU run {now}" if now else "an NPU run accepts 'npu' where the collection accepted 'cuda'"
+            moved = res.new_lines.get(r.line, r.line)
+            rows.append(
+                PathRow(
+                    res.path, r.line, moved if moved != r.line else "", r.shown_message[: -len(r.message)] + change, now
+                )
+            )
+    return rows
