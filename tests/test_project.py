@@ -150,8 +150,8 @@ def test_example_unsupported_workbook(example_result: Path):
     summary = {r[0]: r[1:] for r in wb["Summary"].iter_rows(min_row=2, values_only=True)}
     _, changes = read_change_list(example_result)
     assert summary["train.py"][:2] == (sum(1 for r in changes if r["File"] == "train.py"), 0)
-    # it needed no change and has a note: listed with the note, and no conversion rate at all, not 0%
-    assert summary["model.py"] == (0, 0, None, 0, 0, 1, None)
+    # it needed no change and has no finding with the default stack (PyTorch 2.12): no row
+    assert "model.py" not in summary
     total = summary["TOTAL"]
     assert total[0] == len(changes)
     assert total[1] == sum(1 for r in rows if r[5] in ("error", "warning"))
@@ -159,6 +159,19 @@ def test_example_unsupported_workbook(example_result: Path):
     # the Summary counts what the Unsupported sheet shows, per level (notes of the files it lists)
     assert total[3:6] == tuple(sum(1 for r in rows if r[5] == level) for level in ("error", "warning", "note"))
     assert list(summary)[-1] == "TOTAL"
+
+
+def test_a_file_with_notes_alone_has_a_summary_row_without_a_rate(tmp_path):
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "model.py").write_text("import torch\ntry:\n    pass\nexcept torch.cuda.CudaError:\n    pass\n")
+    (src / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    result = convert_project(src, tmp_path / "out")
+    wb = openpyxl.load_workbook(result / "unsupported_op.xlsx")
+    summary = {r[0]: r[1:] for r in wb["Summary"].iter_rows(min_row=2, values_only=True)}
+    # no change, one note: listed with the note, and no conversion rate at all, not 0%
+    assert summary["model.py"] == (0, 0, None, 0, 0, 1, None)
+    assert summary["train.py"][:3] == (2, 0, 1)  # the import of torch_npu and .npu()
 
 
 def test_example_log_names_the_findings(example_result: Path):

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rules" / "npu_support"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_rules import METHOD_CLASSES  # noqa: E402  (a sibling tool, run from anywhere)
+from gen_rules import METHOD_CLASSES, subsystem_suggestion  # noqa: E402  (a sibling tool, run from anywhere)
 
 # PyTorch version -> (commit of Ascend/pytorch, folder of its support list)
 SOURCES = {
@@ -206,6 +206,8 @@ def rule_for(api: dict, version: str, commit: str, page: str) -> dict | None:
         entry["suggestion"] = (
             f"nothing to change for {', '.join(runs)}; on {', '.join(missing)} avoid it or run it on the CPU"
         )
+    else:  # a warning says what to do, as the older lists' warnings do (gen_rules.py)
+        entry["suggestion"] = subsystem_suggestion(name)
     entry["source"] = f"torch_npu's support list for PyTorch {version}: {where}"
     if name.startswith(METHOD_CLASSES):
         entry["on"] = "method"  # as tools/gen_rules.py matches Tensor and Module methods
