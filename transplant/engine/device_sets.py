@@ -20,6 +20,7 @@ import libcst as cst
 
 from .cst_util import string_value
 from .literals import is_cuda_device, is_device_template
+from .traverse import walk
 from .npu_aware import NPU_STRING
 
 # `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU, or CPU: the
@@ -106,7 +107,7 @@ def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]
     if GATE.search(text) is None:
         return set(), set()
     finder = _Families()
-    module.visit(finder)
+    walk(module, [finder])
     convert: set[int] = set()
     keep: set[int] = set()
     for name, strings in finder.literals.items():

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..rules import Rule
+from .traverse import children, walk
 
 
 BESIDE = "an attribute the project sets itself beside its NPU counterpart on the same object (not Tensor.{name})"
@@ -98,7 +99,7 @@ def own_attribute_keeps(
         return {}
     names = {*renames, *(str(rule["new_name"]).rsplit(".", 1)[-1] for rule in renames.values())}
     collector = _Collector(module, names)
-    module.visit(collector)
+    walk(module, [collector])
     keeps: dict[int, str] = {}
     for (scope, base, name), uses in collector.uses.items():
         rule = renames.get(name)
@@ -117,5 +118,5 @@ def own_attribute_keeps(
             while stack:
                 current = stack.pop()
                 keeps.setdefault(id(current), reason)
-                stack.extend(current.children)
+                stack.extend(children(current))
     return keeps
