@@ -79,3 +79,41 @@ def test_attribute_hooks_are_refused():
 
     with pytest.raises(TypeError):
         walk(cst.parse_module("f(1)\n"), [Hooked()])
+
+
+class Hooks(cst.CSTVisitor):
+    """A visitor of the usual kind: hooks of some classes (one of them a token), one that skips."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.seen.append(("name", id(node)))
+
+    def visit_Comma(self, node: cst.Comma) -> None:
+        self.seen.append(("comma", id(node)))
+
+    def visit_If(self, node: cst.If) -> bool:
+        self.seen.append(("if", id(node)))
+        return False  # its names are not seen
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.seen.append(("left if", id(original_node)))
+
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        self.seen.append(("call", id(node)))
+        return None
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        self.seen.append(("left call", id(original_node)))
+
+
+def test_walk_calls_hooks_as_module_visit_does():
+    for module in _parsed():
+        ours, theirs, plain = Hooks(), Hooks(), Recorder()
+        walk(module, [ours, plain])
+        module.visit(theirs)
+        assert ours.seen == theirs.seen
+        alone = Hooks()
+        walk(module, [alone])
+        assert alone.seen == theirs.seen

@@ -104,10 +104,21 @@ class _Families(cst.CSTVisitor):
 
 def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]]:
     """(ids of the CUDA device strings to convert, ids of the nodes of families to keep)."""
-    if GATE.search(text) is None:
+    finder = families_finder(text)
+    if finder is not None:
+        walk(module, [finder])
+    return families_result(finder)
+
+
+def families_finder(text: bytes) -> _Families | None:
+    """The visitor of device_families, for a walk shared with other analyses (None: none here)."""
+    return _Families() if GATE.search(text) is not None else None
+
+
+def families_result(finder: _Families | None) -> tuple[set[int], set[int]]:
+    """device_families' result once ``finder`` has walked the module."""
+    if finder is None:
         return set(), set()
-    finder = _Families()
-    walk(module, [finder])
     convert: set[int] = set()
     keep: set[int] = set()
     for name, strings in finder.literals.items():

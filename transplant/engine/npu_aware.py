@@ -87,7 +87,7 @@ class _Finder(cst.CSTVisitor):
     def __init__(self, aware: bool) -> None:
         self.aware = aware  # the file tests for NPU somewhere: its "cuda" tests mean CUDA
         self._tests: list[tuple[cst.CSTNode, bool]] = []  # "cuda" tests, kept if the file is aware
-        # what to keep, in the order asked: (subtree, why, quiet); resolve() marks every node once
+        # what to keep, in the order asked: (subtree, why, quiet); marked() marks every node once
         self._regions: list[tuple[cst.CSTNode, str, bool]] = []
         self._chained: set[int] = set()
 
@@ -95,7 +95,7 @@ class _Finder(cst.CSTVisitor):
         if node is not None:
             self._regions.append((node, reason, quiet))
 
-    def resolve(self, module: cst.Module) -> tuple[dict[int, str], set[int]]:
+    def marked(self, module: cst.Module) -> tuple[dict[int, str], set[int]]:
         """(id -> why, the quiet ids) of the nodes of the regions asked for: a node's reason is that
         of the first region asked for that holds it (regions nest), and it is quiet (tests and
         collections: a device string kept there needs no note) when any region holding it is
@@ -105,9 +105,9 @@ class _Finder(cst.CSTVisitor):
         if not self._regions:
             return kept, quiet
         roots: dict[int, tuple[int, bool]] = {}
-        for order, (node, _reason, is_quiet) in enumerate(self._regions):
-            first, was_quiet = roots.get(id(node), (order, False))
-            roots[id(node)] = (first, was_quiet or is_quiet)
+        for order, (region, _reason, region_quiet) in enumerate(self._regions):
+            earliest, was_quiet = roots.get(id(region), (order, False))
+            roots[id(region)] = (earliest, was_quiet or region_quiet)
         reasons = [reason for _node, reason, _quiet in self._regions]
         stack: list[tuple[cst.CSTNode, int | None, bool]] = [(module, None, False)]
         while stack:
@@ -235,11 +235,24 @@ class _Finder(cst.CSTVisitor):
 def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:
     """(id of every node that must stay as it is -> why, the ids of those in tests and collections),
     empty for a file that never names NPU. ``text`` is the whole source (folded statements too)."""
+    finder = kept_finder(text)
+    if finder is not None:
+        walk(module, [finder])
+    return kept_result(finder, module)
+
+
+def kept_finder(text: bytes) -> _Finder | None:
+    """The visitor of kept_regions, for a walk shared with other analyses (None: nothing to find)."""
     if NPU_WORD_BYTES.search(text) is None:  # ("inputs" is no NPU word)
+        return None
+    return _Finder(NPU_TEST_BYTES.search(text) is not None)
+
+
+def kept_result(finder: _Finder | None, module: cst.Module) -> tuple[dict[int, str], set[int]]:
+    """kept_regions' result once ``finder`` has walked ``module``."""
+    if finder is None:
         return {}, set()
-    finder = _Finder(NPU_TEST_BYTES.search(text) is not None)
-    walk(module, [finder])
     if finder.aware:
         for node, quiet in finder._tests:
             finder._keep(node, TEST, quiet=quiet)
-    return finder.resolve(module)
+    return finder.marked(module)
