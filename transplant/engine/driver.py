@@ -34,7 +34,7 @@ from .imports import (
     insertion_index,
 )
 from .device_sets import families_finder, families_result
-from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_finder, kept_result
+from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
 from .phases import timed
 from .placement import earliest_index, module_binding
@@ -116,14 +116,11 @@ def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: Proj
     skip = skipped_lines(source)
     guards = timed("guards", analyse, source, rules, facts)  # device tests that stay CUDA tests (None: none)
     result = None
-    # names a star import provides are unknown to the skeleton's folding: such a file goes whole
-    # and a file that names NPU goes whole: what already handles NPU (npu_aware.py, device_sets.py)
-    # often holds no CUDA word, and the skeleton would fold it out of sight
-    skel = (
-        timed("skeleton", skeleton, source, rules)
-        if not stars.provided and not NPU_STRING_BYTES.search(source)
-        else None
-    )
+    # names a star import provides are unknown to the skeleton's folding: such a file goes whole;
+    # in a file that names an NPU device, no statement that names NPU is folded: what already
+    # handles NPU (npu_aware.py, device_sets.py) often holds no CUDA word, and the analyses must see it
+    keep_words = NPU_WORD_BYTES if NPU_STRING_BYTES.search(source) else None
+    skel = timed("skeleton", skeleton, source, rules, keep_words) if not stars.provided else None
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
