@@ -9,7 +9,9 @@ in the same chain), nest those tests, guard CUDA-only features (Triton kernels, 
 fused optimizers), keep collections of device names (``choices=["cpu", "cuda", "npu"]``) and
 import inside functions. Every part of the conversion runs on such a file: the analyses of code
 that already handles NPU, the guards, the device families, the placement of imports. The file is
-built from numbered copies of one block (so that no two classes share a name) and is deterministic.
+built from numbered copies of one block (so that no two classes share a name) and is deterministic;
+about half of each block is code no rule touches (collation, a schedule, summaries, a parser of
+overrides), as in real recipes, so the skeleton's folding has its usual share of work.
 """
 
 from __future__ import annotations
@@ -122,6 +124,83 @@ BLOCK = '''class Recipe{i}(nn.Module):
             json.dump({{"block": {i}, "device": self.device_name}}, fh)
 
 
+def collate_{i}(samples, pad_id=0, max_len=512):
+    """Pad a list of token lists to one length (no device in sight, as most of a recipe)."""
+    longest = min(max(len(s) for s in samples), max_len)
+    ids, mask = [], []
+    for sample in samples:
+        sample = sample[:longest]
+        padding = longest - len(sample)
+        ids.append(sample + [pad_id] * padding)
+        mask.append([1] * len(sample) + [0] * padding)
+    return {{"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask)}}
+
+
+class Schedule{i}:
+    """A warm-up then cosine learning-rate schedule."""
+
+    def __init__(self, base_lr, warmup={w}, total=10000, floor=0.0):
+        self.base_lr = base_lr
+        self.warmup = warmup
+        self.total = total
+        self.floor = floor
+        self.history = []
+
+    def __call__(self, step):
+        if step < self.warmup:
+            lr = self.base_lr * (step + 1) / self.warmup
+        else:
+            progress = (step - self.warmup) / max(1, self.total - self.warmup)
+            lr = self.floor + 0.5 * (self.base_lr - self.floor) * (1 + math.cos(math.pi * progress))
+        self.history.append(lr)
+        return lr
+
+    def state_dict(self):
+        return {{"base_lr": self.base_lr, "warmup": self.warmup, "total": self.total, "floor": self.floor}}
+
+    def load_state_dict(self, state):
+        for key in ("base_lr", "warmup", "total", "floor"):
+            setattr(self, key, state[key])
+
+
+def summarize_{i}(records, keys=("loss", "lr", "tokens")):
+    """Mean, minimum and maximum of each key over a list of dicts."""
+    out = {{}}
+    for key in keys:
+        values = [r[key] for r in records if key in r]
+        if not values:
+            continue
+        out[key] = {{
+            "mean": sum(values) / len(values),
+            "min": min(values),
+            "max": max(values),
+            "count": len(values),
+        }}
+    lines = [f"{{k}}: {{v['mean']:.4f}} ({{v['min']:.4f}}..{{v['max']:.4f}}, n={{v['count']}})" for k, v in out.items()]
+    return out, "\\n".join(lines)
+
+
+def parse_overrides_{i}(pairs):
+    """key=value pairs from the command line into a nested dict."""
+    config = {{}}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"expected key=value, got {{pair!r}}")
+        key, value = pair.split("=", 1)
+        node = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {{}})
+        for cast in (int, float):
+            try:
+                value = cast(value)
+                break
+            except ValueError:
+                continue
+        node[leaf] = value
+    return config
+
+
 def train_{i}(args):
     model = Recipe{i}(args)
     device = model.pick_device()
@@ -160,7 +239,7 @@ def dense_file(lines: int) -> str:
     """The text of a dense file of about ``lines`` lines (at least one block)."""
     block_lines = BLOCK.count("\n")
     count = max(1, (lines - HEADER.count("\n") - FOOTER.count("\n") - 2) // block_lines)
-    blocks = [BLOCK.format(i=i, h=64 + 8 * (i % 16), r=i % 8) for i in range(count)]
+    blocks = [BLOCK.format(i=i, h=64 + 8 * (i % 16), r=i % 8, w=100 + i % 50) for i in range(count)]
     trainers = "TRAINERS = [" + ", ".join(f"train_{i}" for i in range(count)) + "]\n\n\n"
     return HEADER + "".join(blocks) + trainers + FOOTER
 
