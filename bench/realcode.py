@@ -77,8 +77,9 @@ class Tree:
         return [sys.executable, "-m", "transplant", *args]
 
 
-def measure(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float, float]:
-    """(CPU seconds, peak RSS in MB, wall seconds) of one child running ``cmd``."""
+def measure(cmd: list[str], env: dict[str, str], cwd: Path = WORK) -> tuple[float, float, float]:
+    """(CPU seconds, peak RSS in MB, wall seconds) of one child running ``cmd``; not in the checkout's
+    root: ``python -m`` puts the working folder first on sys.path, before the tree's PYTHONPATH."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
@@ -250,7 +251,7 @@ def part_phases(trees: list[Tree], largest: Path) -> None:
     done = subprocess.run(
         tree.cmd("-q", "--check", str(largest)),
         env={**tree.env, "TRANSPLANT_PHASE_TIMES": "1"},
-        cwd=ROOT,
+        cwd=WORK,
         capture_output=True,
         text=True,
     )
