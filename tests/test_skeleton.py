@@ -373,3 +373,65 @@ def test_a_function_binding_an_imported_name_keeps_that_statement() -> None:
     check_skeleton(source)
     assert view(engine.convert(source, RULES)) == view(whole(source))
     assert engine.convert(source, RULES).new.count(b"torch_npu.npu.synchronize()") == 1  # g's; f's torch is its own
+
+
+# --------------------------------------------------------------------------- files that handle NPU already
+
+NPU_AWARE = b"""import torch
+
+DEVICES = ["cpu", "npu"]
+
+
+def helper(values):
+    total = 0
+    for v in values:
+        total += v
+    return total
+
+
+def flush(device):
+    torch.cuda.empty_cache()
+    if device == "npu":
+        torch.npu.empty_cache()
+
+
+def pick(args):
+    if args.device == "npu":
+        device = "npu:0"
+    elif torch.cuda.is_available():
+        device = "cuda:0"
+    else:
+        device = "cpu"
+    count = helper([1, 2, 3])
+    return device, count
+
+
+def other():
+    x = torch.zeros(3).cuda()
+    return x
+"""
+
+
+def test_a_file_naming_an_npu_device_is_folded_but_not_what_names_npu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analyses of code that already handles NPU see every statement naming NPU (the flush
+    beside `if device == "npu"` holds no CUDA word of its own); the rest folds as usual."""
+    skel = skeleton(NPU_AWARE, RULES, driver.NPU_WORD_BYTES)
+    assert skel is not None
+    folded = b"".join(skel.folds)
+    assert b"total += v" in folded and b"npu" not in folded
+    fast = engine.convert(NPU_AWARE, RULES)
+    assert view(fast) == view(whole(NPU_AWARE, monkeypatch=monkeypatch))
+    assert fast.new is not None and b"torch.cuda.empty_cache()" in fast.new  # kept beside the NPU flush
+    assert b'"cuda:0"' in fast.new  # a branch for another device of a chain that handles NPU
+    assert b"x = torch.zeros(3).npu()" in fast.new
+
+
+def test_the_dense_recipe_converts_the_same_through_the_skeleton(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    sys.path.insert(0, str(FIXTURES.parents[1] / "bench"))
+    from dense import dense_file
+
+    source = dense_file(600).encode()
+    assert skeleton(source, RULES, driver.NPU_WORD_BYTES) is not None
+    assert view(engine.convert(source, RULES)) == view(whole(source, monkeypatch=monkeypatch))

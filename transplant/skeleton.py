@@ -71,8 +71,9 @@ class Skeleton:
         return out if sorted(seen) == list(range(len(self.folds))) else None
 
 
-def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
-    """The skeleton of ``source``, or None when nothing can be folded (or it should not be)."""
+def skeleton(source: bytes, rules: RuleSet, keep_words: re.Pattern[bytes] | None = None) -> Skeleton | None:
+    """The skeleton of ``source``, or None when nothing can be folded (or it should not be). A
+    statement whose lines match ``keep_words`` is not folded (its blocks are folded in turn)."""
     if MARK in source or source.startswith(codecs.BOM_UTF8) or foreign_encoding(source):
         return None
     cr = source.count(b"\r")
@@ -85,7 +86,8 @@ def skeleton(source: bytes, rules: RuleSet) -> Skeleton | None:
     lines = source.splitlines(keepends=True)
     folds: list[list] = []  # [first line, last line, words], in source order
     aliases = _aliases(tree, source, lines)
-    _fold_block(tree.body, lines, rules, aliases, folds, top=True, keep=_rebinding_lines(tree, lines, aliases))
+    keep = _rebinding_lines(tree, lines, aliases)
+    _fold_block(tree.body, lines, rules, aliases, folds, top=True, keep=keep, keep_words=keep_words)
     if not folds:
         return None
 
@@ -120,9 +122,11 @@ def _fold_block(
     *,
     top: bool,
     keep: frozenset[int],
+    keep_words: re.Pattern[bytes] | None = None,
 ) -> None:
     """Fold the runs of ``stmts`` no rule can match in; a statement on a line of ``keep`` (it binds
-    an imported name: the engine must see that, see _rebinding_lines) is never folded."""
+    an imported name: the engine must see that, see _rebinding_lines) or whose text matches
+    ``keep_words`` is never folded."""
     run: list | None = None  # the fold being extended over consecutive foldable statements
     for index, (first, last, group, own) in enumerate(_units(stmts, lines)):
         words = None
@@ -132,7 +136,7 @@ def _fold_block(
             and not any(first <= line <= last for line in keep)
         ):
             text = b"".join(lines[first - 1 : last])
-            if b"import" not in text and not escapes_words(text):
+            if b"import" not in text and not escapes_words(text) and not (keep_words and keep_words.search(text)):
                 words = rules.inert_words(text, aliases)
         if words is not None:
             if run is None:
@@ -146,7 +150,7 @@ def _fold_block(
             run = None
         if own and len(group) == 1:
             for block in _blocks(group[0], lines):
-                _fold_block(block, lines, rules, aliases, folds, top=False, keep=keep)
+                _fold_block(block, lines, rules, aliases, folds, top=False, keep=keep, keep_words=keep_words)
     if run is not None:
         folds.append(run)
 

@@ -22,6 +22,7 @@ import libcst as cst
 
 from .cst_util import string_value
 from .literals import is_cuda_device, is_device_template
+from .traverse import walk
 from .npu_aware import NPU_STRING
 
 # `name = [ ... "cuda...` (or ( or {): a collection literal of strings with a CUDA (or NPU, or CPU: the
@@ -115,12 +116,26 @@ class _Families(cst.CSTVisitor):
 
 def device_families(module: cst.Module, text: bytes) -> tuple[set[int], set[int]]:
     """(ids of the CUDA device strings to convert, ids of the nodes of families to keep)."""
+    finder = families_finder(text)
+    if finder is not None:
+        walk(module, [finder])
+    return families_result(finder)
+
+
+def families_finder(text: bytes) -> _Families | None:
+    """The visitor of device_families, for a walk shared with other analyses (None: none here)."""
     if GATE.search(text) is None:
-        return set(), set()
+        return None
     finder = _Families()
-    module.visit(finder)
     if b"_get_privateuse1_backend_name" in text:  # (also in statements the skeleton folded away)
         finder.privateuse1 |= {m.group(1).decode() for m in PRIVATEUSE1_BYTES.finditer(text)}
+    return finder
+
+
+def families_result(finder: _Families | None) -> tuple[set[int], set[int]]:
+    """device_families' result once ``finder`` has walked the module."""
+    if finder is None:
+        return set(), set()
     convert: set[int] = set()
     keep: set[int] = set()
     for name, strings in finder.literals.items():

@@ -20,7 +20,7 @@ from ..project import NO_FACTS, ProjectFacts
 from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, SourceError, skips_file
 from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
-from .bindings import NO_STARS, StarNames, analyse_imports, apply_stars, star_module
+from .bindings import NO_STARS, Bindings, StarNames, analyse_imports, apply_stars, star_module
 from .cst_util import first_line
 from .device_index import finish as finish_index_devices
 from .flow import flow_of
@@ -34,14 +34,16 @@ from .imports import (
     insertion_index,
 )
 from .device_names import accepted_names, registry_keeps
+from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
-from .device_sets import device_families
-from .npu_aware import COLLECTION, NPU_STRING_BYTES, kept_regions
-from .own_attributes import own_attribute_keeps
+from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
+from .own_attributes import own_attribute_collector, own_attribute_result
+from .phases import timed
 from .placement import earliest_index, module_binding
 from .positions import node_positions, positions_and_code
 from .state import Pending
 from .transformer import Converter
+from .traverse import walk
 
 
 def parse(source: bytes) -> cst.Module:
@@ -115,20 +117,24 @@ def _split_footer(source: bytes) -> tuple[bytes, bytes]:
 
 def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: ProjectFacts = NO_FACTS) -> Conversion:
     skip = skipped_lines(source)
-    guards = analyse(source, rules, facts)  # device tests that stay CUDA tests (None: none)
+    guards = timed("guards", analyse, source, rules, facts)  # device tests that stay CUDA tests (None: none)
     result = None
-    # names a star import provides are unknown to the skeleton's folding: such a file goes whole
-    # and a file that names NPU goes whole: what already handles NPU (npu_aware.py, device_sets.py)
-    # often holds no CUDA word, and the skeleton would fold it out of sight
-    skel = skeleton(source, rules) if not stars.provided and not NPU_STRING_BYTES.search(source) else None
+    # names a star import provides are unknown to the skeleton's folding: such a file goes whole;
+    # in a file that names an NPU device, no statement that names NPU is folded: what already
+    # handles NPU (npu_aware.py, device_sets.py) often holds no CUDA word, and the analyses must see it
+    keep_words = NPU_WORD_BYTES if NPU_STRING_BYTES.search(source) else None
+    skel = timed("skeleton", skeleton, source, rules, keep_words) if not stars.provided else None
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
-            result = _convert(cst.parse_module(skel.text), rules, skip, skel, stars=stars, guards=guards, facts=facts)
+            module = timed("parse", cst.parse_module, skel.text)
+            result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts)
         except (_Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
-        result = _convert(parse(source), rules, skip, None, source, stars=stars, guards=guards, facts=facts)
+        result = _convert(
+            timed("parse", parse, source), rules, skip, None, source, stars=stars, guards=guards, project=facts
+        )
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
         result.new += b"\r"
@@ -144,28 +150,61 @@ def _convert(
     *,
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
-    facts: ProjectFacts = NO_FACTS,
+    project: ProjectFacts = NO_FACTS,
 ) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
-    so are the changes inside what ``guards`` keeps."""
+    so are the changes inside what ``guards`` keeps. ``project``: the facts of the file's project."""
+    text = source if skel is None else skel.text
+    facts = timed("regions", _regions, module, rules, skel, text, project)  # the same for every attempt
     excluded: set[int] = set()
     for _attempt in range(4):
-        result, hit = _convert_once(
-            module,
-            rules,
-            excluded,
-            skip,
-            skel,
-            skel.text if skel is not None else source,
-            stars=stars,
-            guards=guards,
-            facts=facts,
-        )
+        result, hit = _convert_once(module, rules, excluded, skip, skel, text, stars=stars, guards=guards, facts=facts)
         if not hit:
             break
         excluded |= hit
     return result
+
+
+@dataclasses.dataclass
+class _Regions:
+    """What the read-only analyses found in a module, before any conversion (phase "regions")."""
+
+    npu_kept: dict[int, str]  # code that already handles NPU (npu_aware.py) -> why
+    kept: dict[int, str]  # that, the project's own flags (own_attributes.py) and NPU families
+    quiet: set[int]  # kept nodes in tests and collections
+    convert_strings: set[int]  # device strings of families converted whole (device_sets.py)
+    text: bytes  # the whole source, folded statements too
+    accepted: dict[int, cst.CSTNode]  # collections of accepted device names: "npu" added (device_names.py)
+    passed: dict  # values the project's scripts and configs pass (project/passed.py)
+
+
+def _regions(
+    module: cst.Module, rules: RuleSet, skel: Skeleton | None, source: bytes | None, project: ProjectFacts = NO_FACTS
+) -> _Regions:
+    """The read-only analyses of ``module``, in one walk of it (traverse.py), with what the project
+    says of it (its NPU registries, the values its scripts pass)."""
+    whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
+    text = whole if whole is not None else module.bytes  # (module.bytes generates the code: once)
+    finder = kept_finder(text)
+    collector = own_attribute_collector(module, text, rules.rename_attribute)
+    families = families_finder(text)
+    visitors = [v for v in (finder, collector, families) if v is not None]
+    if visitors:
+        walk(module, visitors)
+    npu_kept, quiet = kept_result(finder, module)  # code that already handles NPU
+    kept = dict(npu_kept)
+    for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():
+        kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
+    for node_id, why in registry_keeps(module, text, project.npu_registries).items():
+        kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
+    convert_strings, keep_strings = families_result(families)
+    for node_id in keep_strings:
+        kept.setdefault(node_id, COLLECTION)
+    accepted = accepted_names(module, text)  # collections of accepted names: "npu" added, "cuda" kept
+    if accepted:
+        convert_strings -= {id(el.value) for n in accepted.values() for el in getattr(n, "elements", ())}
+    return _Regions(npu_kept, kept, quiet | keep_strings, convert_strings, text, accepted, dict(project.passed_values))
 
 
 def _convert_once(
@@ -178,9 +217,48 @@ def _convert_once(
     *,
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
-    facts: ProjectFacts = NO_FACTS,
+    facts: _Regions | None = None,
 ) -> tuple[Conversion, set[int]]:
-    """One conversion of ``module``, whose source is ``source`` (when known)."""
+    """One conversion of ``module``, whose source is ``source`` (when known), in phases: the
+    imports' plans, the traversal, the findings, their places, the records, the new imports, the
+    pruning of the old ones and the new bytes. Returns the conversion, or the ids of the nodes
+    whose changes must be left out (a skip comment, a kept device test) for another attempt."""
+    if facts is None:
+        facts = _regions(module, rules, skel, source)
+    bindings, assumed_at = timed("imports", _plan_imports, module, rules, stars, excluded, facts)
+    conv, new_module = timed("rewrite", _rewrite, module, rules, bindings, excluded, facts, skel)
+    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
+    if skel is not None and _used_in_folds(unused, skel):
+        raise _Unfold
+    pending = _pending(conv, bindings, unused, assumed_at)
+    if not pending:
+        return Conversion(None, []), set()
+    placed = timed("place", _place, module, conv, bindings, pending, skel, source)
+    hit = _hits(placed.positions, pending, bindings, skip, guards)
+    if hit:
+        return Conversion(None, []), hit
+    records = timed("records", _records, module, pending, placed.positions)
+    if not any(r.is_change for r in records) and not conv.needs_npu:
+        return Conversion(None, sorted(records, key=_order)), set()
+    # imports are added before pruning, so an anchor statement that pruning removes is still there
+    new_module = timed("add imports", _add_imports, module, new_module, conv, bindings, placed, records)
+    new_module = timed("prune", _prune, module, new_module, bindings, unused, placed.positions, records)
+    new_bytes = timed("print", lambda: new_module.bytes)
+    if new_bytes == placed.original_bytes:  # module.bytes, without generating it again
+        return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
+    if skel is not None:
+        restored = skel.restore(new_bytes)
+        if restored is None:  # a marker line went missing or was duplicated
+            raise _Unfold
+        new_bytes = restored
+    return Conversion(new_bytes, sorted(records, key=_order)), set()
+
+
+def _plan_imports(
+    module: cst.Module, rules: RuleSet, stars: StarNames, excluded: set[int], facts: _Regions
+) -> tuple[Bindings, cst.ImportFrom | None]:
+    """The module's imports and how each is rewritten (bindings.py), less those excluded and those
+    in code that already handles NPU; and the star import a free ``torch`` is taken from, if any."""
     bindings = analyse_imports(module, rules)
     assumed_at = apply_stars(bindings, stars)  # the star import a free ``torch`` is taken from, if any
     for node in bindings.import_nodes:
@@ -189,27 +267,22 @@ def _convert_once(
             del bindings.plans[id(node)]
             for name in plan.names:
                 bindings.rewritten.pop(name, None)
-    whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
-    text = whole if whole is not None else module.bytes  # (module.bytes generates the code: once)
-    kept, quiet = kept_regions(module, text)  # code that already handles NPU
     for node in bindings.import_nodes:
-        if id(node) in kept and bindings.plans.get(id(node)) is not None:
+        if id(node) in facts.npu_kept and bindings.plans.get(id(node)) is not None:
             for name in bindings.plans.pop(id(node)).names:
                 bindings.rewritten.pop(name, None)
-    for node_id, why in own_attribute_keeps(module, text, rules.rename_attribute, kept).items():
-        kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
-    for node_id, why in registry_keeps(module, text, facts.npu_registries).items():
-        kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
-    conv = Converter(module, rules, bindings, excluded, flow_of(text))
-    conv.passed = dict(facts.passed_values)  # values the project's scripts and configs pass (project/passed.py)
-    convert_strings, keep_strings = device_families(module, text)
-    for node_id in keep_strings:
-        kept.setdefault(node_id, COLLECTION)
-    accepted = accepted_names(module, text)  # collections of accepted names: "npu" added, "cuda" kept
-    if accepted:
-        convert_strings -= {id(el.value) for n in accepted.values() for el in getattr(n, "elements", ())}
-    conv.kept, conv.kept_quiet, conv.force_devices = kept, quiet | keep_strings, convert_strings
-    conv.accepted_names = set(accepted)
+    return bindings, assumed_at
+
+
+def _rewrite(
+    module: cst.Module, rules: RuleSet, bindings: Bindings, excluded: set[int], facts: _Regions, skel: Skeleton | None
+) -> tuple[Converter, cst.Module]:
+    """The one traversal (transformer.py): the converted module, and the Converter with what it
+    found (pending records, names used and touched, imports needed)."""
+    conv = Converter(module, rules, bindings, excluded, flow_of(facts.text))
+    conv.kept, conv.kept_quiet, conv.force_devices = facts.kept, facts.quiet, facts.convert_strings  # (read only)
+    conv.passed = facts.passed  # (read only)
+    conv.accepted_names = set(facts.accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:
         new_module = module.visit(conv)
@@ -222,9 +295,12 @@ def _convert_once(
         conv.pending, conv.touched, conv.needs_npu, conv.needs_imports = [shim], set(), False, set()
     else:
         conv.pending += conv.redirect_notes()
-    unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
-    if skel is not None and _used_in_folds(unused, skel):
-        raise _Unfold
+    return conv, new_module
+
+
+def _pending(conv: Converter, bindings: Bindings, unused: set[str], assumed_at: cst.ImportFrom | None) -> list[Pending]:
+    """The records the traversal left, less those on imports that pruning removes, plus the note
+    on the star import torch is assumed to come from."""
     # a finding on an import that pruning removes (every use of it was rewritten) has nothing left to point at
     gone = pruned_aliases(bindings, unused)
     pending = [p for p in conv.pending if id(p.anchor) not in gone]
@@ -248,11 +324,30 @@ def _convert_once(
                 ),
             )
         )
-    if not pending:
-        return Conversion(None, []), set()
+    return pending
 
-    # one pass of code generation places the records, the imports that may be removed, and the
-    # statement new imports follow
+
+@dataclasses.dataclass
+class _Placed:
+    """Where things are in the source (phase "place")."""
+
+    positions: dict[int, tuple[int, int, int, int]]  # node id -> span, in the source's lines
+    original_bytes: bytes  # the module's code when it was generated ("" when not needed)
+    index: int  # where new imports go in the module's body
+    anchor: list[cst.CSTNode]  # the statement they follow (insertion_anchor)
+    first_use: int | None  # the first line that uses torch_npu
+
+
+def _place(
+    module: cst.Module,
+    conv: Converter,
+    bindings: Bindings,
+    pending: list[Pending],
+    skel: Skeleton | None,
+    source: bytes | None,
+) -> _Placed:
+    """One pass of code generation places the records, the imports that may be removed, and the
+    statement new imports follow."""
     index = insertion_index(module.body)
     anchor = insertion_anchor(module.body, index)
     if not any(p.level == "fix" for p in pending) and not conv.needs_npu:  # findings only: nothing is rewritten
@@ -280,6 +375,18 @@ def _convert_once(
         positions = {key: skel.position(pos) for key, pos in positions.items()}
         if first_use is not None:  # in the source's lines, as the positions it is compared with below
             first_use = min(positions[id(a)][0] for a in conv.npu_uses if id(a) in positions)
+    return _Placed(positions, original_bytes, index, anchor, first_use)
+
+
+def _hits(
+    positions: dict[int, tuple[int, int, int, int]],
+    pending: list[Pending],
+    bindings: Bindings,
+    skip: set[int],
+    guards: Guards | None,
+) -> set[int]:
+    """The anchors whose changes must be left out: on a skip line, inside a kept device test, or an
+    import whose rewrite would change a name a kept test uses."""
     hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
     if guards is not None:
         hit |= {
@@ -293,17 +400,29 @@ def _convert_once(
             for node in bindings.import_nodes
             if id(node) in bindings.plans and guards.names.intersection(bindings.plans[id(node)].names)
         }
-    if hit:
-        return Conversion(None, []), hit
+    return hit
 
-    records = [
+
+def _records(
+    module: cst.Module, pending: list[Pending], positions: dict[int, tuple[int, int, int, int]]
+) -> list[Record]:
+    return [
         _placed(p.record, positions.get(id(p.anchor), (1, 1, 1, 1)), first_line(module.code_for_node(p.anchor)))
         for p in pending
     ]
-    if not any(r.is_change for r in records) and not conv.needs_npu:
-        return Conversion(None, sorted(records, key=_order)), set()
 
-    # imports are added before pruning, so an anchor statement that pruning removes is still there
+
+def _add_imports(
+    module: cst.Module,
+    new_module: cst.Module,
+    conv: Converter,
+    bindings: Bindings,
+    placed: _Placed,
+    records: list[Record],
+) -> cst.Module:
+    """The converted module with the imports it needs (torch_npu, the modules of new names); a
+    record of each is appended to ``records``."""
+    positions, index, anchor, first_use = placed.positions, placed.index, placed.anchor, placed.first_use
     # an import inside a function, a class or an if branch binds nothing elsewhere (placement.py)
     # and one below the first use binds nothing before it
     to_import = [
@@ -342,6 +461,19 @@ def _convert_once(
                     new=f"import {name}",
                 )
             )
+    return new_module
+
+
+def _prune(
+    module: cst.Module,
+    new_module: cst.Module,
+    bindings: Bindings,
+    unused: set[str],
+    positions: dict[int, tuple[int, int, int, int]],
+    records: list[Record],
+) -> cst.Module:
+    """The converted module without the imports nothing uses any more (and ``import torch.cuda``
+    where torch.cuda's APIs were replaced); a record on each original import is appended."""
     replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
     if unused or (replace_torch_cuda and imports_torch_cuda(bindings)):  # else the pruner has nothing to remove
         pruner = ImportPruner(unused, bindings, replace_torch_cuda)
@@ -364,15 +496,7 @@ def _convert_once(
                         old=first_line(module.code_for_node(node)),
                     )
                 )
-    new_bytes = new_module.bytes
-    if new_bytes == original_bytes:  # module.bytes, without generating it again
-        return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
-    if skel is not None:
-        restored = skel.restore(new_bytes)
-        if restored is None:  # a marker line went missing or was duplicated
-            raise _Unfold
-        new_bytes = restored
-    return Conversion(new_bytes, sorted(records, key=_order)), set()
+    return new_module
 
 
 def _placed(record: Record, span: tuple[int, int, int, int], old: str) -> Record:

@@ -244,7 +244,13 @@ def insert_imports(
     body = list(module.body)
     index = 0
     if anchor_code is not None:
-        found = [i + 1 for i, stmt in enumerate(body) if module.code_for_node(stmt) == anchor_code]
+        # the code of the statements up to the one wanted, not of the whole module
+        found: list[int] = []
+        for i, stmt in enumerate(body):
+            if module.code_for_node(stmt) == anchor_code:
+                found.append(i + 1)
+                if len(found) == occurrence:
+                    break
         index = found[min(occurrence, len(found)) - 1] if found else insertion_index(body)
     new_lines = [cst.SimpleStatementLine([cst.Import([cst.ImportAlias(make_dotted(n))])]) for n in names]
     return module.with_changes(body=body[:index] + new_lines + body[index:])

@@ -32,6 +32,7 @@ import libcst as cst
 
 from .cst_util import string_value
 from .literals import is_cuda_device
+from .traverse import children, descendants, walk
 
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
@@ -74,18 +75,10 @@ def _cuda_api(func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Name) and func.value == "torch" and parts[-1:] == ["cuda"] and len(parts) >= 2
 
 
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
-
-
 def names_npu(node: cst.CSTNode) -> bool:
     """Does ``node`` name NPU: an "npu" device string, or a name or attribute with an ``npu`` word
     (``torch.npu``, ``torch_npu``, ``is_npu_available``, ``args.use_npu``)?"""
-    for n in _walk(node):
+    for n in descendants(node):
         if _npu_string(n) or isinstance(n, cst.Name) and NPU_WORD.search(n.value):
             return True
     return False
@@ -95,17 +88,41 @@ class _Finder(cst.CSTVisitor):
     def __init__(self, aware: bool) -> None:
         self.aware = aware  # the file tests for NPU somewhere: its "cuda" tests mean CUDA
         self._tests: list[tuple[cst.CSTNode, bool]] = []  # "cuda" tests, kept if the file is aware
-        self.kept: dict[int, str] = {}
-        self.quiet: set[int] = set()  # tests and collections: a device string kept there needs no note
+        # what to keep, in the order asked: (subtree, why, quiet); marked() marks every node once
+        self._regions: list[tuple[cst.CSTNode, str, bool]] = []
         self._chained: set[int] = set()
 
     def _keep(self, node: cst.CSTNode | None, reason: str, *, quiet: bool = False) -> None:
-        if node is None:
-            return
-        for n in _walk(node):
-            self.kept.setdefault(id(n), reason)
-            if quiet:
-                self.quiet.add(id(n))
+        if node is not None:
+            self._regions.append((node, reason, quiet))
+
+    def marked(self, module: cst.Module) -> tuple[dict[int, str], set[int]]:
+        """(id -> why, the quiet ids) of the nodes of the regions asked for: a node's reason is that
+        of the first region asked for that holds it (regions nest), and it is quiet (tests and
+        collections: a device string kept there needs no note) when any region holding it is
+        quiet. One walk of the module, however deeply the regions nest."""
+        kept: dict[int, str] = {}
+        quiet: set[int] = set()
+        if not self._regions:
+            return kept, quiet
+        roots: dict[int, tuple[int, bool]] = {}
+        for order, (region, _reason, region_quiet) in enumerate(self._regions):
+            earliest, was_quiet = roots.get(id(region), (order, False))
+            roots[id(region)] = (earliest, was_quiet or region_quiet)
+        reasons = [reason for _node, reason, _quiet in self._regions]
+        stack: list[tuple[cst.CSTNode, int | None, bool]] = [(module, None, False)]
+        while stack:
+            node, first, is_quiet = stack.pop()
+            root = roots.get(id(node))
+            if root is not None:
+                first = root[0] if first is None else min(first, root[0])
+                is_quiet = is_quiet or root[1]
+            if first is not None:
+                kept[id(node)] = reasons[first]
+                if is_quiet:
+                    quiet.add(id(node))
+            stack.extend((child, first, is_quiet) for child in children(node))
+        return kept, quiet
 
     def visit_If(self, node: cst.If) -> None:
         if id(node) in self._chained:
@@ -157,7 +174,7 @@ class _Finder(cst.CSTVisitor):
                     self._keep(case.body, MATCH)
         else:
             for case in node.cases:
-                if any(is_cuda_device(n) for n in _walk(case.pattern)):
+                if any(is_cuda_device(n) for n in descendants(case.pattern)):
                     self._tests += [(case.pattern, True), (case, False)]
 
     def _collection(self, node: cst.CSTNode, items) -> None:
@@ -186,7 +203,7 @@ class _Finder(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         """``is_cuda_available = torch.cuda.is_available()``: the project's CUDA flag (see _cuda_flag)."""
         if any(isinstance(t.target, cst.Name) and CUDA_WORD.search(t.target.value) for t in node.targets) and any(
-            isinstance(n, cst.Call) and _cuda_api(n.func) for n in _walk(node.value)
+            isinstance(n, cst.Call) and _cuda_api(n.func) for n in descendants(node.value)
         ):
             self._tests.append((node.value, False))
 
@@ -219,7 +236,7 @@ class _Finder(cst.CSTVisitor):
             and self._cuda_comparison(n)
             or isinstance(n, cst.Call)
             and self._prefix_test(n)
-            for n in _walk(test)
+            for n in descendants(test)
         )
 
 
@@ -239,11 +256,24 @@ def _cuda_flag(test: cst.BaseExpression) -> bool:
 def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[int]]:
     """(id of every node that must stay as it is -> why, the ids of those in tests and collections),
     empty for a file that never names NPU. ``text`` is the whole source (folded statements too)."""
+    finder = kept_finder(text)
+    if finder is not None:
+        walk(module, [finder])
+    return kept_result(finder, module)
+
+
+def kept_finder(text: bytes) -> _Finder | None:
+    """The visitor of kept_regions, for a walk shared with other analyses (None: nothing to find)."""
     if NPU_WORD_BYTES.search(text) is None:  # ("inputs" is no NPU word)
+        return None
+    return _Finder(NPU_TEST_BYTES.search(text) is not None)
+
+
+def kept_result(finder: _Finder | None, module: cst.Module) -> tuple[dict[int, str], set[int]]:
+    """kept_regions' result once ``finder`` has walked ``module``."""
+    if finder is None:
         return {}, set()
-    finder = _Finder(NPU_TEST_BYTES.search(text) is not None)
-    module.visit(finder)
     if finder.aware:
         for node, quiet in finder._tests:
             finder._keep(node, TEST, quiet=quiet)
-    return finder.kept, finder.quiet
+    return finder.marked(module)

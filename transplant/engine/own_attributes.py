@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..rules import Rule
+from .traverse import children, walk
 
 
 BESIDE = "an attribute the project sets itself beside its NPU counterpart on the same object (not Tensor.{name})"
@@ -94,11 +95,27 @@ def own_attribute_keeps(
     rule renames, in the two cases of the module docstring. ``text`` is the whole source (a quick
     look for the names), ``renames`` maps an attribute name to its rule, ``kept`` is what
     npu_aware.py keeps."""
-    if not any(name.encode() in text for name in renames):
+    collector = own_attribute_collector(module, text, renames)
+    if collector is None:
         return {}
+    walk(module, [collector])
+    return own_attribute_result(collector, renames, kept)
+
+
+def own_attribute_collector(module: cst.Module, text: bytes, renames: Mapping[str, Rule]) -> _Collector | None:
+    """The visitor of own_attribute_keeps, for a walk shared with other analyses (None: no name)."""
+    if not any(name.encode() in text for name in renames):
+        return None
     names = {*renames, *(str(rule["new_name"]).rsplit(".", 1)[-1] for rule in renames.values())}
-    collector = _Collector(module, names)
-    module.visit(collector)
+    return _Collector(module, names)
+
+
+def own_attribute_result(
+    collector: _Collector | None, renames: Mapping[str, Rule], kept: dict[int, str]
+) -> dict[int, str]:
+    """own_attribute_keeps' result once ``collector`` has walked the module."""
+    if collector is None:
+        return {}
     keeps: dict[int, str] = {}
     for (scope, base, name), uses in collector.uses.items():
         rule = renames.get(name)
@@ -117,5 +134,5 @@ def own_attribute_keeps(
             while stack:
                 current = stack.pop()
                 keeps.setdefault(id(current), reason)
-                stack.extend(current.children)
+                stack.extend(children(current))
     return keeps
