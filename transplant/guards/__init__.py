@@ -24,9 +24,11 @@ from dataclasses import dataclass, field, replace
 
 from ..project import NO_FACTS, ProjectFacts
 from ..project.builds import NPU_ROUTE
+from ..project.modules import on_disk
 from ..project.pynames import column, import_bindings, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
+from .crossfile import project_reach
 from .probes import probes
 from .reach import Reach
 from .sites import Sites
@@ -60,6 +62,11 @@ KINDS = {
     "assert": ("warning", "device test kept as a CUDA precondition of {what}; on an NPU the assert fails"),
     "skip": ("note", "skip condition kept as CUDA: the test exercises {what}, so it is skipped on an NPU"),
     "flag": ("note", "flag `{flag}` kept as the CUDA test: it chooses {what}; on an NPU it is False"),
+    "disable": (
+        "note",
+        "device test kept as a CUDA test: on other devices it turns `{flag}` off, and `{flag}` chooses {what}; "
+        "on an NPU it stays off",
+    ),
 }
 
 
@@ -113,9 +120,13 @@ def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> 
     ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
 
 
-def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Guards | None:
-    """The guards and probes of one Python source; None when it has none (or does not parse)."""
-    if not may_guard(source, rules, facts):
+def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path: str = "") -> Guards | None:
+    """The guards and probes of one Python source; None when it has none (or does not parse).
+    ``path``: the file's name in the run (see engine.convert); with it, what a guard's branch
+    reaches in the project's other modules counts too (crossfile.py)."""
+    origin = on_disk(facts.root, path) if path and b"cuda" in source else ""
+    project = project_reach(rules, facts) if origin else None
+    if not may_guard(source, rules, facts) and not (project is not None and project.index.may_import(source, origin)):
         return None
     tree = parse(source)
     if tree is None:
@@ -126,7 +137,9 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update(import_bindings(node))
     found, numbers = probes(tree, names, nodes, parents)
-    reach = Reach(tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source)
+    reach = Reach(
+        tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source, origin=origin, project=project
+    )
     sites = Sites(tree, names, reach, nodes, source.split(b"\n"))
     kept = sites.find()
     if not kept and not found:

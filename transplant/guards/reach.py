@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from ..project import ProjectFacts
 from ..project.builds import CUDA_KEYWORDS, CUDA_SOURCE, NPU_ROUTE, find_builds
@@ -73,6 +73,12 @@ class Reason:
         return f"{self.what} ({self.where})"
 
 
+class Project(Protocol):
+    """What the project's other modules reach (crossfile.ProjectReach)."""
+
+    def reason(self, importer: str, qualified: str, *, imported: bool) -> Reason | None: ...
+
+
 class Reach:
     """The CUDA-only code of one file, and what a list of nodes reaches of it."""
 
@@ -86,8 +92,14 @@ class Reach:
         nodes: list[ast.AST],
         *,
         builds: bool = True,
+        origin: str = "",
+        project: Project | None = None,
     ) -> None:
         self.names = names
+        self.origin = origin  # the file on disk, when known: the project's modules are found from it
+        self.project = project if origin else None
+        self.tree = tree
+        self._top: tuple[Reason, ...] | None = None
         self.rules = rules
         self.facts = facts
         self.capability = capability_uses  # id(node) of a capability query read as a number -> Reason
@@ -159,6 +171,21 @@ class Reach:
             if target is not None:
                 yield from self._of_def(target)
 
+    def of_def(self, node: _Def) -> tuple[Reason, ...]:
+        """What a function or class of this file reaches."""
+        return self._of_def(node)
+
+    def top_level(self) -> tuple[Reason, ...]:
+        """What importing this file runs that is CUDA-only: its top-level imports, builds and calls."""
+        if self._top is None:
+            self._top = ()  # (an import cycle back to this module reaches nothing more)
+            body = [s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr))]
+            self._top = tuple(self.reasons(body))
+        return self._top
+
+    def kernel_reason(self, name: str) -> Reason:
+        return Reason("triton", f"the Triton kernel {name}", f"line {self.triton[name]}", TRITON_ROUTE)
+
     def _of_def(self, node: _Def) -> tuple[Reason, ...]:
         key = id(node)
         if key in self._memo:
@@ -195,7 +222,7 @@ class Reach:
             return self._build(node)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for bound in import_bindings(node).values():
-                found = self._qualified(bound, where)
+                found = self._qualified(bound, where, imported=True)
                 if found is not None:
                     return found
             return None
@@ -214,14 +241,14 @@ class Reach:
             if node.id in self.built:
                 return self.built[node.id]
             if node.id in self.triton and node.id not in self.names:
-                return Reason("triton", f"the Triton kernel {node.id}", f"line {self.triton[node.id]}", TRITON_ROUTE)
+                return self.kernel_reason(node.id)
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
             qualified = qualify(node, self.names)
             if qualified is not None and (isinstance(node, ast.Name) or dotted(node) is not None):
                 return self._qualified(qualified, where)
         return None
 
-    def _qualified(self, qualified: str, where: str) -> Reason | None:
+    def _qualified(self, qualified: str, where: str, *, imported: bool = False) -> Reason | None:
         if (operator := cudnn_operator(qualified, where)) is not None:
             return operator
         if self._is_triton(qualified):
@@ -248,6 +275,8 @@ class Reach:
                 if not module.cuda:
                     return None
                 return Reason("extension", f"the CUDA extension {module.name}", module.where, NPU_ROUTE)
+        if self.project is not None:  # a function, class or module of the project: what it reaches
+            return self.project.reason(self.origin, qualified, imported=imported)
         return None
 
     def _is_triton(self, qualified: str | None) -> bool:

@@ -70,6 +70,9 @@ class ProjectFacts:
     # CUDA build files (Makefile, CMakeLists.txt: formats/buildfiles.py) -> the CUDA sources under their folder
     cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
+    # the input folder in repository mode ("" in the file modes: paths are as the user gave them); the
+    # project's own modules are found from it on disk when a guard needs them (modules.py)
+    root: str = ""
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
