@@ -173,6 +173,46 @@ def test_each_module_is_read_once_and_cycles_end(tmp_path, monkeypatch):
     facts = NO_FACTS
     project = ProjectReach(cached_ruleset(), facts)
     for _ in range(3):
-        found = project.reason(str(tmp_path / "c.py"), "a.f", imported=False)
+        found = project.reason(str(tmp_path / "c.py"), "a.f", imported=False, depth=0)
         assert found is not None and "torch._scaled_mm" in found.what and found.where.endswith("b.py:6")
     assert len(reads) == 2  # a.py and b.py, once each
+
+
+def chain(tmp_path: Path, length: int) -> Path:
+    """guard.py calls m1.f, m1 calls m2.f, ..., the last calls torch._scaled_mm."""
+    for i in range(1, length + 1):
+        body = f"import m{i + 1}\n\n\ndef f(x):\n    return m{i + 1}.f(x)\n" if i < length else ""
+        body = body or "import torch\n\n\ndef f(x):\n    return torch._scaled_mm(x, x)\n"
+        (tmp_path / f"m{i}.py").write_text(body)
+    guard = tmp_path / "guard.py"
+    guard.write_text(
+        "import torch\nimport m1\n\n\ndef g(x):\n    if x.is_cuda:\n        return m1.f(x)\n    return x\n"
+    )
+    return guard
+
+
+def test_two_imports_away_is_followed_and_no_further(tmp_path):
+    (tmp_path / "two").mkdir()
+    assert [line for line, _ in kept(chain(tmp_path / "two", 2))] == [6]
+    (tmp_path / "three").mkdir()
+    guard = chain(tmp_path / "three", 3)
+    assert kept(guard) == []
+    assert b"if x.is_npu:" in convert(guard.read_bytes(), cached_ruleset(), path=str(guard)).new
+
+
+def test_an_import_in_the_branch_runs_that_modules_own_top_level_only(tmp_path):
+    # pkg/__init__.py imports a kernels module that imports triton: importing pkg in a branch imports
+    # much of the project, which says nothing about the branch; pkg's own top level is plain
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import kernels\n")
+    (tmp_path / "pkg" / "kernels.py").write_text("import triton\n")
+    (tmp_path / "pkg" / "layers.py").write_text("import torch\n\n\ndef dense(x):\n    return x\n")
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import torch\n\n\ndef f(x):\n    if x.is_cuda:\n        from pkg.layers import dense\n        return dense(x)\n    return x\n"
+    )
+    assert kept(user) == []
+    user.write_text(
+        "import torch\n\n\ndef f(x):\n    if x.is_cuda:\n        from pkg import kernels\n        return x\n    return x\n"
+    )
+    assert [line for line, _ in kept(user)] == [5]

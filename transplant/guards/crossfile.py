@@ -8,9 +8,9 @@ the imported module's top-level imports and builds.
 
 :class:`ProjectReach` keeps one :class:`~transplant.guards.reach.Reach` per module of the project
 (project/modules.py finds and parses the files), built when a guard first names the module and kept
-for the process: each module is analysed at most once per run and worker, each of its functions
-followed once (Reach's memo), import cycles end (a function being followed reaches nothing more
-through itself). Decides nothing about rewriting.
+for the process: each module is analysed at most once per depth (``MAX_DEPTH``, 2) per run and
+worker, each of its functions followed once (Reach's memo), import cycles end (a function being
+followed reaches nothing more through itself). Decides nothing about rewriting.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from .reach import Reach, Reason
 
 REACHES = ", which reaches "
 MAX_HOPS = 8  # re-exports followed from one name (a cycle of re-exports ends here)
+# modules followed from the file converted: the guard's own file calls into A, A into B ("two imports
+# away"); what B calls in further modules is not followed. Deeper chains in a large framework reach
+# every kernel it has (a trainer class reaches all of them), which says nothing about this branch.
+MAX_DEPTH = 2
 
 
 class ProjectReach:
@@ -34,62 +38,75 @@ class ProjectReach:
         self.rules = rules
         self.facts = facts
         self.index = ModuleIndex(facts.root)
-        self._reach: dict[str, tuple[tuple[int, int], Reach | None]] = {}
+        self._reach: dict[tuple[str, int], tuple[tuple[int, int], Reach]] = {}
 
-    def reach_of(self, path: str) -> Reach | None:
-        """The Reach of the module at ``path`` (built once; again when the file changed)."""
+    def reach_of(self, path: str, depth: int) -> Reach | None:
+        """The Reach of the module at ``path`` seen ``depth`` modules away from the file converted
+        (built once per depth; again when the file changed). At ``MAX_DEPTH`` it follows no further."""
         parsed = self.index.parsed(path)
         if parsed is None:
             return None
-        known = self._reach.get(path)
+        key = (path, depth)
+        known = self._reach.get(key)
         if known is not None and known[0] == parsed.stamp:
             return known[1]
         tree = parsed.tree
-        nodes = list(ast.walk(tree))
         reach = Reach(
             tree,
             bindings(tree),
             self.rules,
             self.facts,
             {},
-            nodes,
+            list(ast.walk(tree)),
             builds=b"cpp_extension" in parsed.data,
             origin=path,
-            project=self,
+            project=self if depth < MAX_DEPTH else None,
+            depth=depth,
         )
-        self._reach[path] = (parsed.stamp, reach)
+        self._reach[key] = (parsed.stamp, reach)
         return reach
 
-    def reason(self, importer: str, qualified: str, *, imported: bool, depth: int = 0) -> Reason | None:
-        """The first CUDA-only code that the project's name ``qualified`` (seen from the file
-        ``importer``) reaches, said from the importer's side; ``imported``: the name is imported
-        here, so the module's top level runs too. A name a module only re-exports is followed to
-        where it is defined (``MAX_HOPS`` re-exports at most)."""
-        if depth > MAX_HOPS:
+    def reason(self, importer: str, qualified: str, *, imported: bool, depth: int, hops: int = 0) -> Reason | None:
+        """The first CUDA-only code that the project's name ``qualified``, named in the file
+        ``importer`` (itself ``depth`` modules away from the file converted), reaches, said from the
+        importer's side; ``imported``: the name is imported there, so the module's top level runs
+        too. A name a package only re-exports is followed to where it is defined (``MAX_HOPS`` at most)."""
+        if hops > MAX_HOPS:
             return None
         found = self.index.resolve(importer, qualified)
         if found is None:
             return None
-        reach = self.reach_of(found.path)
+        reach = self.reach_of(found.path, depth + 1)
         if reach is None:
             return None
         reasons: list[Reason] = []
         if found.rest:
             target = reach.defs.get(found.rest[0])
             if target is not None and len(found.rest) > 1 and isinstance(target, ast.ClassDef):
-                method = reach.methods.get(target.name, {}).get(found.rest[1])
-                target = method if method is not None else target
+                target = _member(target, found.rest[1]) or target
             if found.rest[0] in reach.triton and target is not None:
                 return _said(found, reach.kernel_reason(found.rest[0]))
             if target is not None:
                 reasons += reach.of_def(target)
             elif found.rest[0] in reach.names:  # from .fp8 import linear, in a package's __init__.py
                 further = ".".join([reach.names[found.rest[0]], *found.rest[1:]])
-                again = self.reason(found.path, further, imported=False, depth=depth + 1)
+                again = self.reason(found.path, further, imported=False, depth=depth, hops=hops + 1)
                 reasons += [again] if again is not None else []
         if imported:  # an import in the branch runs the module's top level there
             reasons += reach.top_level()
         return _said(found, reasons[0]) if reasons else None
+
+
+def _member(klass: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
+    """A method or nested class of ``klass`` (``Scaled.run``, ``Block.Config``)."""
+    return next(
+        (
+            s
+            for s in klass.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == name
+        ),
+        None,
+    )
 
 
 def _said(found: Found, reason: Reason) -> Reason:

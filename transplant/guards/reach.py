@@ -76,7 +76,7 @@ class Reason:
 class Project(Protocol):
     """What the project's other modules reach (crossfile.ProjectReach)."""
 
-    def reason(self, importer: str, qualified: str, *, imported: bool) -> Reason | None: ...
+    def reason(self, importer: str, qualified: str, *, imported: bool, depth: int) -> Reason | None: ...
 
 
 class Reach:
@@ -94,10 +94,12 @@ class Reach:
         builds: bool = True,
         origin: str = "",
         project: Project | None = None,
+        depth: int = 0,
     ) -> None:
         self.names = names
         self.origin = origin  # the file on disk, when known: the project's modules are found from it
         self.project = project if origin else None
+        self.depth = depth  # modules between the file converted and this one (crossfile.MAX_DEPTH)
         self.tree = tree
         self._top: tuple[Reason, ...] | None = None
         self.rules = rules
@@ -176,11 +178,15 @@ class Reach:
         return self._of_def(node)
 
     def top_level(self) -> tuple[Reason, ...]:
-        """What importing this file runs that is CUDA-only: its top-level imports, builds and calls."""
+        """What importing this file runs that is CUDA-only by itself: its top-level imports of CUDA-only
+        libraries and extensions, and its builds. (Not what the project's modules it imports run in
+        turn: importing a package imports most of a project, and something in it is always CUDA-only.)"""
         if self._top is None:
-            self._top = ()  # (an import cycle back to this module reaches nothing more)
-            body = [s for s in self.tree.body if isinstance(s, (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr))]
-            self._top = tuple(self.reasons(body))
+            found: list[Reason] = []
+            for stmt in self.tree.body:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr)):
+                    found += [r for node in ast.walk(stmt) if (r := self._marker(node, follow=False)) is not None]
+            self._top = tuple(found)
         return self._top
 
     def kernel_reason(self, name: str) -> Reason:
@@ -214,7 +220,7 @@ class Reach:
 
     # ---- the CUDA-only code one node is
 
-    def _marker(self, node: ast.AST) -> Reason | None:
+    def _marker(self, node: ast.AST, *, follow: bool = True) -> Reason | None:
         where = f"line {getattr(node, 'lineno', 0)}"
         if id(node) in self.capability:
             return self.capability[id(node)]
@@ -222,7 +228,7 @@ class Reach:
             return self._build(node)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for bound in import_bindings(node).values():
-                found = self._qualified(bound, where, imported=True)
+                found = self._qualified(bound, where, imported=True, follow=follow)
                 if found is not None:
                     return found
             return None
@@ -245,10 +251,10 @@ class Reach:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
             qualified = qualify(node, self.names)
             if qualified is not None and (isinstance(node, ast.Name) or dotted(node) is not None):
-                return self._qualified(qualified, where)
+                return self._qualified(qualified, where, follow=follow)
         return None
 
-    def _qualified(self, qualified: str, where: str, *, imported: bool = False) -> Reason | None:
+    def _qualified(self, qualified: str, where: str, *, imported: bool = False, follow: bool = True) -> Reason | None:
         if (operator := cudnn_operator(qualified, where)) is not None:
             return operator
         if self._is_triton(qualified):
@@ -275,8 +281,8 @@ class Reach:
                 if not module.cuda:
                     return None
                 return Reason("extension", f"the CUDA extension {module.name}", module.where, NPU_ROUTE)
-        if self.project is not None:  # a function, class or module of the project: what it reaches
-            return self.project.reason(self.origin, qualified, imported=imported)
+        if self.project is not None and follow:  # a function, class or module of the project: what it reaches
+            return self.project.reason(self.origin, qualified, imported=imported, depth=self.depth)
         return None
 
     def _is_triton(self, qualified: str | None) -> bool:
