@@ -76,3 +76,21 @@ def test_transformer_engine_route_names_the_npu_build_under_megatron():
     _, conv = run("import transformer_engine.pytorch as te\n\nlayer = te.Linear(4, 4)\n")
     (row,) = [r for r in conv.records if r.code == "TP206" and r.line == 3]
     assert "MindSpeed" in row.suggestion and "bf16" in row.suggestion
+
+
+@pytest.mark.parametrize(
+    "header,call",
+    [
+        ("from isaaclab.app import AppLauncher", 'AppLauncher(headless=True, device="cuda:0")'),
+        ("import isaaclab.sim as sim_utils", 'sim_utils.SimulationCfg(dt=0.01, device="cuda:0")'),
+        ("from omni.isaac.core import World", 'World(device="cuda")'),
+        ("from isaacgym.torch_utils import to_torch", 'to_torch([1.0], device="cuda:0")'),
+    ],
+)
+def test_a_simulators_own_device_is_not_rewritten(header, call):
+    source = f'import torch\n{header}\n\nsim = {call}\npolicy = torch.nn.Linear(4, 2).to(device="cuda:0")\n'
+    new, conv = run(source)
+    assert f"sim = {call}\n" in new  # the simulator's GPU
+    assert 'to(device="npu:0")' in new  # the policy's device: converted
+    (row,) = [r for r in conv.records if r.code == "TP206" and r.line == 4][:1]
+    assert "cuda:0" in row.suggestion or "cuda:0" in row.message

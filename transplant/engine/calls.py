@@ -73,7 +73,9 @@ class CallHandlers(State):
             device_rule = self.rules.device_q.get(qualified)
         if device_rule is None and method is not None:
             device_rule = self.rules.device_method.get(method)
-        changed |= self._device_args(original_node, args, device_rule, bare)
+        library = self.rules.library_of(qualified) if qualified is not None and self.rules.library_q else None
+        if library is None or not library.get("own_device"):  # a simulator's "cuda:0" is its own GPU: kept
+            changed |= self._device_args(original_node, args, device_rule, bare)
         if self.rules.env or self.rules.env_prefixes:
             changed |= self._env_keywords(original_node, args)
         if self.rules.commands and qualified in RUNNERS:  # os.system("nvidia-smi"), subprocess.run([...])
