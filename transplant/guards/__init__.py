@@ -9,17 +9,17 @@ torch.cuda.is_available()``) whose uses choose CUDA-only tools.
 
 ``analyse`` runs before the engine's traversal, on CPython's ``ast`` of the whole source (the
 engine's skeleton folds away the bodies it needs), only when the source has a word that CUDA-only
-code needs (``WORDS``, the library rules' modules, the project's extension modules). It gives a
+code needs (markers.py), or, for a file on disk, imports one of the project's modules (crossfile.py). It gives a
 :class:`Guards`: the spans the engine must leave as they are (driver.py drops the rewrites placed
 inside them and converts again) and the findings (TP240-TP243), merged into the conversion by
 ``Guards.apply``. Modules: sites.py (device tests and what they choose), reach.py (CUDA-only code
-and what a region reaches), probes.py (capability probes).
+and what a region reaches), crossfile.py (what the project's other modules reach), markers.py (the
+words CUDA-only code needs), probes.py (capability probes).
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field, replace
 
 from ..project import NO_FACTS, ProjectFacts
@@ -29,29 +29,11 @@ from ..project.pynames import column, import_bindings, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
 from .crossfile import project_reach
+from .markers import marks
 from .probes import probes
 from .reach import Reach
 from .sites import Sites
 
-CUDA_SOURCE = re.compile(rb"\.cuh?['\"]")  # "kernel.cu" ("torch.cuda" is not one)
-# a string naming a GPU package or TensorFlow (whose pip build is the GPU one)
-PACKAGE = re.compile(rb"(?<![-\w])[a-z][\w.]*-gpu\b|_gpu['\"]|['\"]tensorflow|\[cuda|cupy-cuda|mxnet-cu")
-WORDS = (
-    b"cuda_sources",
-    b"extra_cuda_cflags",
-    b"cpp_extension",
-    b"triton",
-    b"ExecutionProvider",
-    b"tensorrt",
-    b"torch.ops",
-    b"get_device_capability",
-    b"get_device_properties",
-    b"get_device_name",
-    b"version.cuda",
-    b"version.hip",
-    b"cudnn_",  # a cuDNN operator called by name (reach.py)
-    b"miopen_",
-)
 Span = tuple[int, int, int, int]
 KINDS = {
     "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; on an NPU the other path is taken"),
@@ -102,22 +84,9 @@ def _with_warning(record: Record, text: str) -> Record:
     return replace(record, message=f"{record.message}; warning: {text}")
 
 
-# cuda-python's modules (cuda.cuda, cuda.bindings) begin with a word every CUDA file has: their import is the evidence
-_CUDA_PYTHON = re.compile(rb"(?:^|[\s;])(?:from|import)\s+cuda\b")
-
-
 def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> bool:
-    """Can ``analyse`` find anything in ``source``? (every finding needs one of these words)"""
-    if b"cuda" not in source:
-        return False
-    if any(word in source for word in WORDS) or CUDA_SOURCE.search(source) or PACKAGE.search(source):
-        return True
-    # a library's first and last name parts (nvidia and dali: also "from nvidia import dali")
-    return any(
-        all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
-        and (module.split(".")[0] != "cuda" or _CUDA_PYTHON.search(source))
-        for module in rules.library_q
-    ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
+    """Can ``analyse`` find anything in ``source``? (every finding needs "cuda" and one of the marks)"""
+    return b"cuda" in source and marks(source, rules, facts)
 
 
 def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path: str = "") -> Guards | None:

@@ -21,6 +21,7 @@ from ..project.modules import Found, ModuleIndex
 from ..project.pynames import bindings
 from ..rules import RuleSet
 
+from .markers import marks
 from .reach import Reach, Reason
 
 REACHES = ", which reaches "
@@ -39,6 +40,7 @@ class ProjectReach:
         self.facts = facts
         self.index = ModuleIndex(facts.root)
         self._reach: dict[tuple[str, int], tuple[tuple[int, int], Reach]] = {}
+        self._may: dict[tuple[str, int], bool] = {}
 
     def reach_of(self, path: str, depth: int) -> Reach | None:
         """The Reach of the module at ``path`` seen ``depth`` modules away from the file converted
@@ -66,6 +68,24 @@ class ProjectReach:
         self._reach[key] = (parsed.stamp, reach)
         return reach
 
+    def may_reach(self, path: str, depth: int) -> bool:
+        """Can the module at ``path``, ``depth`` modules away, reach CUDA-only code? Its words say so
+        (markers.py), or, short of ``MAX_DEPTH``, those of a project module it imports: most modules of
+        a project are neither, and are never parsed."""
+        key = (path, depth)
+        known = self._may.get(key)
+        if known is not None:
+            return known
+        self._may[key] = False  # (an import cycle back here adds nothing)
+        source = self.index.source(path)
+        found = source is not None and (
+            marks(source[0], self.rules, self.facts)
+            or depth < MAX_DEPTH
+            and any(self.may_reach(other, depth + 1) for other in self.index.imports(source[0], path))
+        )
+        self._may[key] = found
+        return found
+
     def reason(self, importer: str, qualified: str, *, imported: bool, depth: int, hops: int = 0) -> Reason | None:
         """The first CUDA-only code that the project's name ``qualified``, named in the file
         ``importer`` (itself ``depth`` modules away from the file converted), reaches, said from the
@@ -75,6 +95,8 @@ class ProjectReach:
             return None
         found = self.index.resolve(importer, qualified)
         if found is None:
+            return None
+        if not self.may_reach(found.path, depth + 1):
             return None
         reach = self.reach_of(found.path, depth + 1)
         if reach is None:

@@ -10,7 +10,7 @@ its own folder (scripts importing their neighbours). It looks on disk, so that t
 repository mode does; in repository mode no file outside the input folder is read.
 
 Lazy and bounded: nothing is read until a guard asks, each folder is listed once, each file is read
-and parsed at most once per process (the parse is kept with the file's size and time, so that a long
+and parsed at most once per process (and parsed only when its words say it may matter) (the parse is kept with the file's size and time, so that a long
 running language server sees edits), and a file above ``MAX_BYTES`` is not code. Plain ``ast`` trees
 out; what a module *reaches* is the guards' concern (transplant/guards/crossfile.py).
 """
@@ -53,7 +53,8 @@ class ModuleIndex:
         self.root = os.path.realpath(root) if root else ""
         self._entries: dict[str, frozenset[str]] = {}
         self._resolved: dict[tuple[str, str], Found | None] = {}
-        self._parsed: dict[str, Parsed | None] = {}
+        self._sources: dict[str, tuple[bytes, tuple[int, int]]] = {}
+        self._parsed: dict[str, tuple[tuple[int, int], Parsed | None]] = {}
 
     # ---- folders
 
@@ -92,6 +93,16 @@ class ModuleIndex:
                 elif "." not in entry and "__init__.py" in self.entries(os.path.join(root, entry)):
                     names.add(entry)
         return frozenset(names)
+
+    def imports(self, data: bytes, importer: str) -> list[str]:
+        """The project's modules the source ``data`` of ``importer`` imports anywhere (files, found once)."""
+        out: list[str] = []
+        for dots, module, plain in _IMPORTED.findall(data):
+            qualified = (dots + module if dots else module or plain).decode("ascii", "replace")
+            found = self.resolve(importer, qualified)
+            if found is not None:
+                out.append(found.path)
+        return list(dict.fromkeys(out))
 
     def may_import(self, data: bytes, importer: str) -> bool:
         """Does ``data`` (the source of ``importer``) import one of the project's modules? (cheap: imports
@@ -167,28 +178,40 @@ class ModuleIndex:
 
     # ---- files
 
-    def parsed(self, path: str) -> Parsed | None:
-        """The module's source and tree, read once (again when the file changed); None when it cannot be
-        read, is too large or does not parse."""
+    def source(self, path: str) -> tuple[bytes, tuple[int, int]] | None:
+        """The module's bytes and (size, time), read once (again when the file changed); None when it
+        cannot be read or is too large."""
         try:
             st = os.stat(path)
         except OSError:
             return None
         stamp = (st.st_size, st.st_mtime_ns)
-        known = self._parsed.get(path)
-        if known is not None and known.stamp == stamp or known is None and path in self._parsed:
+        known = self._sources.get(path)
+        if known is not None and known[1] == stamp:
             return known
-        found = None
-        if st.st_size <= MAX_BYTES:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_BYTES + 1)
-            except OSError:
-                data = b""
-            tree = parse(data) if data else None
-            if tree is not None:
-                found = Parsed(tree, data, stamp)
-        self._parsed[path] = found
+        if st.st_size > MAX_BYTES:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
+        except OSError:
+            return None
+        self._sources[path] = (data, stamp)
+        return data, stamp
+
+    def parsed(self, path: str) -> Parsed | None:
+        """The module's source and tree, parsed once (again when the file changed); None when it cannot
+        be read, is too large or does not parse."""
+        source = self.source(path)
+        if source is None:
+            return None
+        data, stamp = source
+        known = self._parsed.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        tree = parse(data)
+        found = Parsed(tree, data, stamp) if tree is not None else None
+        self._parsed[path] = (stamp, found)
         return found
 
 
