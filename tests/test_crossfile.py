@@ -216,3 +216,15 @@ def test_an_import_in_the_branch_runs_that_modules_own_top_level_only(tmp_path):
         "import torch\n\n\ndef f(x):\n    if x.is_cuda:\n        from pkg import kernels\n        return x\n    return x\n"
     )
     assert [line for line, _ in kept(user)] == [5]
+
+
+def test_the_language_server_finds_the_documents_project():
+    from transplant.lsp.analysis import analyse as lsp_analyse
+    from transplant.session import Session
+
+    path = PROJECT / "fastlm" / "norm.py"
+    session = Session(cached_ruleset())
+    found = lsp_analyse(path.as_uri(), path.read_text(), session)
+    assert any(f.diagnostic.code == "TP240" for f in found.findings)
+    untitled = lsp_analyse("untitled:Untitled-1", path.read_text(), session, language_id="python")
+    assert not any(f.diagnostic.code == "TP240" for f in untitled.findings)

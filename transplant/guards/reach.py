@@ -133,8 +133,8 @@ class Reach:
                                 "extension", f"the extension {target.id} built by {found.what}", found.where, NPU_ROUTE
                             )
         self.states: dict[str, int] = {}  # self attributes only a kept CUDA path sets -> line (cuda_state.py)
-        self._memo: dict[int, tuple[Reason, ...]] = {}
-        self._busy: set[int] = set()
+        self._memo: dict[tuple[int, bool], tuple[Reason, ...]] = {}
+        self._busy: set[tuple[int, bool]] = set()
 
     def know_states(self, states: dict[str, int]) -> None:
         """Count reads of these ``self`` attributes as CUDA-only code from now on."""
@@ -143,13 +143,13 @@ class Reach:
 
     # ---- what a region reaches
 
-    def reasons(self, nodes: Sequence[ast.AST], klass: str | None = None) -> list[Reason]:
+    def reasons(self, nodes: Sequence[ast.AST], klass: str | None = None, *, cross: bool = True) -> list[Reason]:
         """The CUDA-only code ``nodes`` reach (in order, without repeats); ``klass`` is the class
-        whose methods ``self.name(...)`` calls reach."""
+        whose methods ``self.name(...)`` calls reach; ``cross``: into the project's other modules too."""
         out: list[Reason] = []
         seen: set[str] = set()
         for node in nodes:
-            for reason in self._walk(node, klass):
+            for reason in self._walk(node, klass, cross):
                 key = reason.what
                 if reason.kind == "triton" and not reason.what.startswith("the"):
                     key = "triton"
@@ -164,14 +164,19 @@ class Reach:
             out = [r for r in out if r.kind != "triton" or r.what.startswith("the Triton kernel")]
         return out
 
-    def _walk(self, root: ast.AST, klass: str | None):
-        for node in ast.walk(root):
-            reason = self._marker(node)
+    def _walk(self, root: ast.AST, klass: str | None, cross: bool):
+        called: set[int] = set()  # callees: only a call (or an import) is followed into the project's modules
+        for node in ast.walk(root):  # (breadth first: a call comes before its callee)
+            if isinstance(node, ast.Call):
+                called.add(id(node.func))
+            reason = self._marker(
+                node, follow=cross and (id(node) in called or isinstance(node, (ast.Import, ast.ImportFrom)))
+            )
             if reason is not None:
                 yield reason
             target = self._callee_def(node, klass)
             if target is not None:
-                yield from self._of_def(target)
+                yield from self._of_def(target, cross)
 
     def of_def(self, node: _Def) -> tuple[Reason, ...]:
         """What a function or class of this file reaches."""
@@ -192,15 +197,15 @@ class Reach:
     def kernel_reason(self, name: str) -> Reason:
         return Reason("triton", f"the Triton kernel {name}", f"line {self.triton[name]}", TRITON_ROUTE)
 
-    def _of_def(self, node: _Def) -> tuple[Reason, ...]:
-        key = id(node)
+    def _of_def(self, node: _Def, cross: bool = True) -> tuple[Reason, ...]:
+        key = (id(node), cross)
         if key in self._memo:
             return self._memo[key]
         if key in self._busy:  # recursion: what it reaches is being gathered further up
             return ()
         self._busy.add(key)
         klass = node.name if isinstance(node, ast.ClassDef) else None
-        found = tuple(self.reasons(node.body, klass))
+        found = tuple(self.reasons(node.body, klass, cross=cross))
         self._busy.discard(key)
         self._memo[key] = found
         return found

@@ -323,7 +323,9 @@ class Sites:
         extra: list[Reason] | None = None,
         flag: str = "",
     ) -> None:
-        reasons = [*(extra or []), *self.reach.reasons(region, klass)]
+        # a skip mark's region is a whole test: what its code calls in the project's other modules is
+        # not followed (a test names half the project; the kernels its own file calls are enough)
+        reasons = [*(extra or []), *self.reach.reasons(region, klass, cross=kind != "skip")]
         if kind in ("assert", "raise"):
             # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
             # a capability probe after it fails by itself (probes.py reports it)
