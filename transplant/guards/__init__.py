@@ -29,7 +29,7 @@ from ..project.pynames import column, import_bindings, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
 from .crossfile import project_reach
-from .markers import marks
+from .markers import DEVICE_TEST, marks
 from .probes import probes
 from .reach import Reach
 from .sites import Sites
@@ -93,7 +93,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
     """The guards and probes of one Python source; None when it has none (or does not parse).
     ``path``: the file's name in the run (see engine.convert); with it, what a guard's branch
     reaches in the project's other modules counts too (crossfile.py)."""
-    origin = on_disk(facts.root, path) if path and b"cuda" in source else ""
+    origin = on_disk(facts.root, path) if path and b"cuda" in source and DEVICE_TEST.search(source) else ""
     project = project_reach(rules, facts) if origin else None
     if not may_guard(source, rules, facts) and not (project is not None and project.index.may_import(source, origin)):
         return None

@@ -30,6 +30,12 @@ WORDS = (
     b"miopen_",
 )
 
+# what every device test of sites.py spells (is_cuda, the CUDA queries, a comparison with "cuda",
+# startswith("cuda")): a file without any has no guard, whatever the project's modules hold
+DEVICE_TEST = re.compile(
+    rb"is_cuda|is_available\(|device_count\(|is_initialized\(|[=!]=\s*[rbu]?['\"]cuda|['\"]cuda(?::\d+)?['\"]\s*(?:[=!]=|in\b|not\s)"
+    rb"|startswith\(\s*['\"]cuda|\bin\s*[\[(]?\s*['\"]cuda"
+)
 # cuda-python's modules (cuda.cuda, cuda.bindings) begin with a word every CUDA file has: their import is the evidence
 _CUDA_PYTHON = re.compile(rb"(?:^|[\s;])(?:from|import)\s+cuda\b")
 
@@ -46,4 +52,4 @@ def marks(source: bytes, rules: RuleSet, facts: ProjectFacts) -> bool:
     ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
 
 
-__all__ = ["CUDA_SOURCE", "PACKAGE", "WORDS", "marks"]
+__all__ = ["CUDA_SOURCE", "DEVICE_TEST", "PACKAGE", "WORDS", "marks"]
