@@ -95,7 +95,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
     reaches in the project's other modules counts too (crossfile.py)."""
     origin = on_disk(facts.root, path) if path and b"cuda" in source and DEVICE_TEST.search(source) else ""
     project = project_reach(rules, facts) if origin else None
-    if not may_guard(source, rules, facts) and not (project is not None and project.index.may_import(source, origin)):
+    if not may_guard(source, rules, facts) and not (project is not None and project.may_be_reached(source, origin)):
         return None
     tree = parse(source)
     if tree is None:

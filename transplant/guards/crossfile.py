@@ -86,6 +86,13 @@ class ProjectReach:
         self._may[key] = found
         return found
 
+    def may_be_reached(self, source: bytes, importer: str) -> bool:
+        """Does the file ``importer`` (its ``source``) import a module of the project that may reach
+        CUDA-only code? (bytes only: the file is parsed for guards only then)"""
+        return self.index.may_import(source, importer) and any(
+            self.may_reach(path, 1) for path in self.index.imports(source, importer)
+        )
+
     def reason(self, importer: str, qualified: str, *, imported: bool, depth: int, hops: int = 0) -> Reason | None:
         """The first CUDA-only code that the project's name ``qualified``, named in the file
         ``importer`` (itself ``depth`` modules away from the file converted), reaches, said from the

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from .pynames import parse
 
 MAX_BYTES = 4 << 20  # a larger module is generated data, not code a guard calls into
-_IMPORTED = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+_IMPORTED = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*\(?([\w, \t]*)|import[ \t]+([\w.]+))", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -97,18 +99,24 @@ class ModuleIndex:
     def imports(self, data: bytes, importer: str) -> list[str]:
         """The project's modules the source ``data`` of ``importer`` imports anywhere (files, found once)."""
         out: list[str] = []
-        for dots, module, plain in _IMPORTED.findall(data):
-            qualified = (dots + module if dots else module or plain).decode("ascii", "replace")
-            found = self.resolve(importer, qualified)
-            if found is not None:
-                out.append(found.path)
+        for dots, module, names, plain in _IMPORTED.findall(data):
+            base = dots + module if dots or module else plain
+            joiner = b"" if not module else b"."
+            # from .ops import plugin: the submodule is what is imported, when it is one
+            wanted = (
+                [base] + [base + joiner + n.strip() for n in names.split(b",") if n.strip()] if not plain else [base]
+            )
+            for qualified in wanted:
+                found = self.resolve(importer, qualified.decode("ascii", "replace"))
+                if found is not None:
+                    out.append(found.path)
         return list(dict.fromkeys(out))
 
     def may_import(self, data: bytes, importer: str) -> bool:
         """Does ``data`` (the source of ``importer``) import one of the project's modules? (cheap: imports
         are read as bytes, folders listed once)"""
         top: frozenset[str] | None = None
-        for dots, module, plain in _IMPORTED.findall(data):
+        for dots, module, _names, plain in _IMPORTED.findall(data):
             if dots:
                 return True
             first = (module or plain).split(b".", 1)[0].decode("ascii", "replace")
