@@ -178,3 +178,72 @@ def test_cli_torch_npu_option(tmp_path):
     assert run("--check", "--torch-npu", "26.2", "-").returncode == 1  # torch.cuda.synchronize is converted
     helped = run("--help").stdout.decode()
     assert "--torch-npu" in helped and "PyTorch 2.12 with torch_npu 26.1" in " ".join(helped.split())
+
+
+# ---- a device that defaults to CUDA only in some versions (issue 31, mechanism 7)
+
+FORK = b"""import torch
+import torch.random as trandom
+from torch.random import fork_rng as fork
+
+
+def step(i, kw):
+    with torch.random.fork_rng(devices=[i]):
+        pass
+    with trandom.fork_rng([i], True):
+        pass
+    with fork(
+        devices=[i],
+    ):
+        pass
+    with torch.random.fork_rng():
+        pass
+    with fork(devices=[i], device_type="cpu"):
+        pass
+    with fork(**kw):
+        pass
+    with fork([i], True, "f", "devices", "cpu"):
+        pass
+"""
+
+
+def test_fork_rng_gets_the_npu_device_type_in_every_spelling():
+    conv = convert(FORK, load_ruleset(pytorch_version="2.8"))
+    new = conv.new.decode()
+    assert 'torch.random.fork_rng(devices=[i], device_type="npu")' in new
+    assert 'trandom.fork_rng([i], True, device_type="npu")' in new
+    assert 'fork(\n        devices=[i], device_type="npu",\n    )' in new
+    assert 'torch.random.fork_rng(device_type="npu")' in new
+    # what already names a device, keyword or fifth argument, or may through **kw, stays
+    assert 'fork(devices=[i], device_type="cpu")' in new and "fork(**kw)" in new
+    assert 'fork([i], True, "f", "devices", "cpu")' in new
+    rows = [r for r in conv.records if r.code == "TP104"]
+    assert [r.line for r in rows] == [7, 9, 11, 15]
+    assert all("before PyTorch 2.12 it defaults to CUDA" in r.message for r in rows)
+    again = convert(conv.new, load_ruleset(pytorch_version="2.8"))
+    assert again.new in (None, conv.new) and not [r for r in again.records if r.code == "TP104"]
+    compile(conv.new, "converted", "exec")
+
+
+def test_fork_rng_rule_holds_below_2_12_only():
+    from transplant.rule_versions import holds
+
+    data = json.loads((rules_dir() / "torch_misc.json").read_text())
+    (entry,) = [e for e in data["rules"]["DeviceArgRule"] if e["func_name"] == "torch.random.fork_rng"]
+    assert entry["default_cuda"] and entry["until"] == "2.12"
+    assert [holds(entry, v) for v in ("2.1", "2.8", "2.11", "2.12", "2.13")] == [True, True, True, False, False]
+
+
+def test_default_cuda_keyword_follows_the_version(tmp_path):
+    path = tmp_path / "rules.json"
+    entry = {
+        "func_name": "mylib.fork",
+        "arg_idx": 2,
+        "arg_names": ["device_type"],
+        "default_cuda": True,
+        "until": "2.7",
+    }
+    path.write_text(json.dumps({"rules": {"DeviceArgRule": [entry]}}))
+    source = b"import mylib\n\nmylib.fork([0])\n"
+    assert b'mylib.fork([0], device_type="npu")' in convert(source, load_ruleset([path], pytorch_version="2.6")).new
+    assert convert(source, load_ruleset([path], pytorch_version="2.7")).new in (None, source)

@@ -8,6 +8,7 @@ import errno
 import os
 import re
 import shutil
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -236,7 +237,8 @@ def _convert_tree(
 
     session = Session(
         rules,
-        gather((job.rel, job.path) for job in jobs),  # the project-wide first pass
+        # the project-wide first pass; the guards find the project's modules below base (project/modules.py)
+        dataclasses.replace(gather((job.rel, job.path) for job in jobs), root=os.fspath(base)),
         prefilter=config.prefilter,
         debug=config.debug,
         slow_note=slowfiles.SLOW_FILE_SECONDS if config.progress else None,

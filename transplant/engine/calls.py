@@ -76,7 +76,9 @@ class CallHandlers(State):
             device_rule = self.rules.device_q.get(qualified)
         if device_rule is None and method is not None:
             device_rule = self.rules.device_method.get(method)
-        changed |= self._device_args(original_node, args, device_rule, bare)
+        library = self.rules.library_of(qualified) if qualified is not None and self.rules.library_q else None
+        if library is None or not library.get("own_device"):  # a simulator's "cuda:0" is its own GPU: kept
+            changed |= self._device_args(original_node, args, device_rule, bare)
         if qualified == "functools.partial":  # partial(autocast, "cuda", enabled=False): as the direct call
             changed |= self._partial_device_args(original_node, args)
         if self.rules.env or self.rules.env_prefixes:
@@ -353,14 +355,30 @@ class CallHandlers(State):
                 if new is not None:
                     args[i] = arg.with_changes(value=new)
                     changed = True
-        if rule is not None and rule.get("default_cuda") and idx == 0 and not given:
-            # torch.amp.GradScaler() means GradScaler("cuda"): say "npu"
-            if self.record(call.func, "device", "device defaults to cuda: pass 'npu'", rule, new='"npu"'):
-                first = cst.Arg(cst.SimpleString('"npu"'))
-                if args:
-                    first = first.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                args.insert(0, first)
-                changed = True
+        if rule is not None and rule.get("default_cuda") and not given:
+            if idx == 0:  # torch.amp.GradScaler() means GradScaler("cuda"): say "npu"
+                if self.record(call.func, "device", "device defaults to cuda: pass 'npu'", rule, new='"npu"'):
+                    first = cst.Arg(cst.SimpleString('"npu"'))
+                    if args:
+                        first = first.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    args.insert(0, first)
+                    changed = True
+            elif rule.get("arg_names"):  # a later parameter: passed by keyword, after the others
+                keyword = rule["arg_names"][0]
+                text = f'{keyword}="npu"'
+                if self.record(call.func, "device", f"device defaults to cuda: pass {text}", rule, new=text):
+                    added = cst.Arg(
+                        cst.SimpleString('"npu"'),
+                        keyword=cst.Name(keyword),
+                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                    )
+                    if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+                        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    elif args:  # a trailing comma: the keyword goes after it, and keeps one of its own
+                        added = added.with_changes(comma=args[-1].comma)
+                        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                    args.append(added)
+                    changed = True
         return changed
 
 

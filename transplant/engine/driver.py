@@ -86,14 +86,18 @@ class _Unfold(Exception):
     """The skeleton cannot settle this file: convert it whole."""
 
 
-def convert(source: bytes, rules: RuleSet, stars: StarNames = NO_STARS, facts: ProjectFacts = NO_FACTS) -> Conversion:
+def convert(
+    source: bytes, rules: RuleSet, stars: StarNames = NO_STARS, facts: ProjectFacts = NO_FACTS, *, path: str = ""
+) -> Conversion:
     """Convert one Python source; ``stars`` are the names its star imports of project modules
     provide (project/stars.py), ``facts`` the project's extension modules (for the device tests
-    that guard them, ../guards/). Raises SourceError when it does not parse."""
+    that guard them, ../guards/), ``path`` the file's name in the run (relative to ``facts.root``;
+    "" for standard input: then guards do not follow the project's modules). Raises SourceError
+    when it does not parse."""
     if skips_file(source):
         return Conversion(None, [])
     code, footer = _split_footer(source)
-    result = _convert_source(code, rules, stars, facts)
+    result = _convert_source(code, rules, stars, facts, path)
     if result.new is not None:
         result.new += footer
         result.records = mark_paths(code, result.records)  # rewrites that change an NPU run's path
@@ -115,9 +119,11 @@ def _split_footer(source: bytes) -> tuple[bytes, bytes]:
     return b"".join(lines[:start]), b"".join(footer)
 
 
-def _convert_source(source: bytes, rules: RuleSet, stars: StarNames, facts: ProjectFacts = NO_FACTS) -> Conversion:
+def _convert_source(
+    source: bytes, rules: RuleSet, stars: StarNames, facts: ProjectFacts = NO_FACTS, path: str = ""
+) -> Conversion:
     skip = skipped_lines(source)
-    guards = timed("guards", analyse, source, rules, facts)  # device tests that stay CUDA tests (None: none)
+    guards = timed("guards", analyse, source, rules, facts, path)  # device tests that stay CUDA tests (None: none)
     result = None
     # names a star import provides are unknown to the skeleton's folding: such a file goes whole;
     # in a file that names an NPU device, no statement that names NPU is folded: what already

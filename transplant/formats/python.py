@@ -28,7 +28,7 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
     if not session.prefilter or provided or rules.may_match(data):
         from ..engine import StarNames, convert as convert_source  # libcst loads once a file needs parsing
 
-        conv = convert_source(data, rules, StarNames(provided, resolved), facts)
+        conv = convert_source(data, rules, StarNames(provided, resolved), facts, path=path)
     else:
         conv = Conversion(None, [])
     if facts.may_match(data):  # cheap; sound by itself (test_surface), so applied with or without prefilter

@@ -9,47 +9,31 @@ torch.cuda.is_available()``) whose uses choose CUDA-only tools.
 
 ``analyse`` runs before the engine's traversal, on CPython's ``ast`` of the whole source (the
 engine's skeleton folds away the bodies it needs), only when the source has a word that CUDA-only
-code needs (``WORDS``, the library rules' modules, the project's extension modules). It gives a
+code needs (markers.py), or, for a file on disk, imports one of the project's modules (crossfile.py). It gives a
 :class:`Guards`: the spans the engine must leave as they are (driver.py drops the rewrites placed
 inside them and converts again) and the findings (TP240-TP243), merged into the conversion by
 ``Guards.apply``. Modules: sites.py (device tests and what they choose), reach.py (CUDA-only code
-and what a region reaches), probes.py (capability probes).
+and what a region reaches), crossfile.py (what the project's other modules reach), markers.py (the
+words CUDA-only code needs), probes.py (capability probes).
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field, replace
 
 from ..project import NO_FACTS, ProjectFacts
 from ..project.builds import NPU_ROUTE
+from ..project.modules import on_disk
 from ..project.pynames import column, import_bindings, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
+from .crossfile import project_reach
+from .markers import DEVICE_TEST, marks
 from .probes import probes
 from .reach import Reach
 from .sites import Sites
 
-CUDA_SOURCE = re.compile(rb"\.cuh?['\"]")  # "kernel.cu" ("torch.cuda" is not one)
-# a string naming a GPU package or TensorFlow (whose pip build is the GPU one)
-PACKAGE = re.compile(rb"(?<![-\w])[a-z][\w.]*-gpu\b|_gpu['\"]|['\"]tensorflow|\[cuda|cupy-cuda|mxnet-cu")
-WORDS = (
-    b"cuda_sources",
-    b"extra_cuda_cflags",
-    b"cpp_extension",
-    b"triton",
-    b"ExecutionProvider",
-    b"tensorrt",
-    b"torch.ops",
-    b"get_device_capability",
-    b"get_device_properties",
-    b"get_device_name",
-    b"version.cuda",
-    b"version.hip",
-    b"cudnn_",  # a cuDNN operator called by name (reach.py)
-    b"miopen_",
-)
 Span = tuple[int, int, int, int]
 KINDS = {
     "branch": ("note", "device test kept as a CUDA test: its branch reaches {what}; on an NPU the other path is taken"),
@@ -60,6 +44,11 @@ KINDS = {
     "assert": ("warning", "device test kept as a CUDA precondition of {what}; on an NPU the assert fails"),
     "skip": ("note", "skip condition kept as CUDA: the test exercises {what}, so it is skipped on an NPU"),
     "flag": ("note", "flag `{flag}` kept as the CUDA test: it chooses {what}; on an NPU it is False"),
+    "disable": (
+        "note",
+        "device test kept as a CUDA test: on other devices it turns `{flag}` off, and `{flag}` chooses {what}; "
+        "on an NPU it stays off",
+    ),
 }
 
 
@@ -95,27 +84,18 @@ def _with_warning(record: Record, text: str) -> Record:
     return replace(record, message=f"{record.message}; warning: {text}")
 
 
-# cuda-python's modules (cuda.cuda, cuda.bindings) begin with a word every CUDA file has: their import is the evidence
-_CUDA_PYTHON = re.compile(rb"(?:^|[\s;])(?:from|import)\s+cuda\b")
-
-
 def may_guard(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> bool:
-    """Can ``analyse`` find anything in ``source``? (every finding needs one of these words)"""
-    if b"cuda" not in source:
-        return False
-    if any(word in source for word in WORDS) or CUDA_SOURCE.search(source) or PACKAGE.search(source):
-        return True
-    # a library's first and last name parts (nvidia and dali: also "from nvidia import dali")
-    return any(
-        all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
-        and (module.split(".")[0] != "cuda" or _CUDA_PYTHON.search(source))
-        for module in rules.library_q
-    ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
+    """Can ``analyse`` find anything in ``source``? (every finding needs "cuda" and one of the marks)"""
+    return b"cuda" in source and marks(source, rules, facts)
 
 
-def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Guards | None:
-    """The guards and probes of one Python source; None when it has none (or does not parse)."""
-    if not may_guard(source, rules, facts):
+def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path: str = "") -> Guards | None:
+    """The guards and probes of one Python source; None when it has none (or does not parse).
+    ``path``: the file's name in the run (see engine.convert); with it, what a guard's branch
+    reaches in the project's other modules counts too (crossfile.py)."""
+    origin = on_disk(facts.root, path) if path and b"cuda" in source and DEVICE_TEST.search(source) else ""
+    project = project_reach(rules, facts) if origin else None
+    if not may_guard(source, rules, facts) and not (project is not None and project.may_be_reached(source, origin)):
         return None
     tree = parse(source)
     if tree is None:
@@ -126,7 +106,9 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS) -> Gu
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update(import_bindings(node))
     found, numbers = probes(tree, names, nodes, parents)
-    reach = Reach(tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source)
+    reach = Reach(
+        tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source, origin=origin, project=project
+    )
     sites = Sites(tree, names, reach, nodes, source.split(b"\n"))
     kept = sites.find()
     if not kept and not found:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from ..project import ProjectFacts
 from ..project.builds import CUDA_KEYWORDS, CUDA_SOURCE, NPU_ROUTE, find_builds
@@ -73,6 +73,12 @@ class Reason:
         return f"{self.what} ({self.where})"
 
 
+class Project(Protocol):
+    """What the project's other modules reach (crossfile.ProjectReach)."""
+
+    def reason(self, importer: str, qualified: str, *, imported: bool, depth: int) -> Reason | None: ...
+
+
 class Reach:
     """The CUDA-only code of one file, and what a list of nodes reaches of it."""
 
@@ -86,8 +92,16 @@ class Reach:
         nodes: list[ast.AST],
         *,
         builds: bool = True,
+        origin: str = "",
+        project: Project | None = None,
+        depth: int = 0,
     ) -> None:
         self.names = names
+        self.origin = origin  # the file on disk, when known: the project's modules are found from it
+        self.project = project if origin else None
+        self.depth = depth  # modules between the file converted and this one (crossfile.MAX_DEPTH)
+        self.tree = tree
+        self._top: tuple[Reason, ...] | None = None
         self.rules = rules
         self.facts = facts
         self.capability = capability_uses  # id(node) of a capability query read as a number -> Reason
@@ -119,8 +133,8 @@ class Reach:
                                 "extension", f"the extension {target.id} built by {found.what}", found.where, NPU_ROUTE
                             )
         self.states: dict[str, int] = {}  # self attributes only a kept CUDA path sets -> line (cuda_state.py)
-        self._memo: dict[int, tuple[Reason, ...]] = {}
-        self._busy: set[int] = set()
+        self._memo: dict[tuple[int, bool], tuple[Reason, ...]] = {}
+        self._busy: set[tuple[int, bool]] = set()
 
     def know_states(self, states: dict[str, int]) -> None:
         """Count reads of these ``self`` attributes as CUDA-only code from now on."""
@@ -129,13 +143,13 @@ class Reach:
 
     # ---- what a region reaches
 
-    def reasons(self, nodes: Sequence[ast.AST], klass: str | None = None) -> list[Reason]:
+    def reasons(self, nodes: Sequence[ast.AST], klass: str | None = None, *, cross: bool = True) -> list[Reason]:
         """The CUDA-only code ``nodes`` reach (in order, without repeats); ``klass`` is the class
-        whose methods ``self.name(...)`` calls reach."""
+        whose methods ``self.name(...)`` calls reach; ``cross``: into the project's other modules too."""
         out: list[Reason] = []
         seen: set[str] = set()
         for node in nodes:
-            for reason in self._walk(node, klass):
+            for reason in self._walk(node, klass, cross):
                 key = reason.what
                 if reason.kind == "triton" and not reason.what.startswith("the"):
                     key = "triton"
@@ -150,24 +164,48 @@ class Reach:
             out = [r for r in out if r.kind != "triton" or r.what.startswith("the Triton kernel")]
         return out
 
-    def _walk(self, root: ast.AST, klass: str | None):
-        for node in ast.walk(root):
-            reason = self._marker(node)
+    def _walk(self, root: ast.AST, klass: str | None, cross: bool):
+        called: set[int] = set()  # callees: only a call (or an import) is followed into the project's modules
+        for node in ast.walk(root):  # (breadth first: a call comes before its callee)
+            if isinstance(node, ast.Call):
+                called.add(id(node.func))
+            reason = self._marker(
+                node, follow=cross and (id(node) in called or isinstance(node, (ast.Import, ast.ImportFrom)))
+            )
             if reason is not None:
                 yield reason
             target = self._callee_def(node, klass)
             if target is not None:
-                yield from self._of_def(target)
+                yield from self._of_def(target, cross)
 
-    def _of_def(self, node: _Def) -> tuple[Reason, ...]:
-        key = id(node)
+    def of_def(self, node: _Def) -> tuple[Reason, ...]:
+        """What a function or class of this file reaches."""
+        return self._of_def(node)
+
+    def top_level(self) -> tuple[Reason, ...]:
+        """What importing this file runs that is CUDA-only by itself: its top-level imports of CUDA-only
+        libraries and extensions, and its builds. (Not what the project's modules it imports run in
+        turn: importing a package imports most of a project, and something in it is always CUDA-only.)"""
+        if self._top is None:
+            found: list[Reason] = []
+            for stmt in self.tree.body:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr)):
+                    found += [r for node in ast.walk(stmt) if (r := self._marker(node, follow=False)) is not None]
+            self._top = tuple(found)
+        return self._top
+
+    def kernel_reason(self, name: str) -> Reason:
+        return Reason("triton", f"the Triton kernel {name}", f"line {self.triton[name]}", TRITON_ROUTE)
+
+    def _of_def(self, node: _Def, cross: bool = True) -> tuple[Reason, ...]:
+        key = (id(node), cross)
         if key in self._memo:
             return self._memo[key]
         if key in self._busy:  # recursion: what it reaches is being gathered further up
             return ()
         self._busy.add(key)
         klass = node.name if isinstance(node, ast.ClassDef) else None
-        found = tuple(self.reasons(node.body, klass))
+        found = tuple(self.reasons(node.body, klass, cross=cross))
         self._busy.discard(key)
         self._memo[key] = found
         return found
@@ -187,7 +225,7 @@ class Reach:
 
     # ---- the CUDA-only code one node is
 
-    def _marker(self, node: ast.AST) -> Reason | None:
+    def _marker(self, node: ast.AST, *, follow: bool = True) -> Reason | None:
         where = f"line {getattr(node, 'lineno', 0)}"
         if id(node) in self.capability:
             return self.capability[id(node)]
@@ -195,7 +233,7 @@ class Reach:
             return self._build(node)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for bound in import_bindings(node).values():
-                found = self._qualified(bound, where)
+                found = self._qualified(bound, where, imported=True, follow=follow)
                 if found is not None:
                     return found
             return None
@@ -214,14 +252,14 @@ class Reach:
             if node.id in self.built:
                 return self.built[node.id]
             if node.id in self.triton and node.id not in self.names:
-                return Reason("triton", f"the Triton kernel {node.id}", f"line {self.triton[node.id]}", TRITON_ROUTE)
+                return self.kernel_reason(node.id)
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
             qualified = qualify(node, self.names)
             if qualified is not None and (isinstance(node, ast.Name) or dotted(node) is not None):
-                return self._qualified(qualified, where)
+                return self._qualified(qualified, where, follow=follow)
         return None
 
-    def _qualified(self, qualified: str, where: str) -> Reason | None:
+    def _qualified(self, qualified: str, where: str, *, imported: bool = False, follow: bool = True) -> Reason | None:
         if (operator := cudnn_operator(qualified, where)) is not None:
             return operator
         if self._is_triton(qualified):
@@ -248,6 +286,8 @@ class Reach:
                 if not module.cuda:
                     return None
                 return Reason("extension", f"the CUDA extension {module.name}", module.where, NPU_ROUTE)
+        if self.project is not None and follow:  # a function, class or module of the project: what it reaches
+            return self.project.reason(self.origin, qualified, imported=imported, depth=self.depth)
         return None
 
     def _is_triton(self, qualified: str | None) -> bool:

@@ -42,7 +42,7 @@ class Kept:
     """A device test kept as CUDA, the kind of site it is, and the CUDA-only code it chooses."""
 
     node: ast.expr  # what stays as it is (a test, a flag's value, a predicate's test)
-    kind: str  # branch | assert | raise | skip | flag | predicate
+    kind: str  # branch | assert | raise | skip | flag | predicate | disable
     reasons: list[Reason]
     flag: str = ""
     also: list[ast.expr] = field(default_factory=list)  # predicates' tests that go with it
@@ -226,6 +226,8 @@ class Sites:
                     self._keep(
                         stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)], klass
                     )
+                    if signs == {-1} and isinstance(stmt, ast.If) and not self.kept_last(stmt.test):
+                        self._disables(stmt, klass)
             elif isinstance(stmt, ast.Assert):
                 if self.may(stmt.test) and 1 in self.signs(stmt.test):
                     self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
@@ -244,6 +246,26 @@ class Sites:
                 self._block(handler.body, klass, scope)
             for case in getattr(stmt, "cases", []):
                 self._block(case.body, klass, scope)
+
+    def kept_last(self, test: ast.expr) -> bool:
+        return bool(self.kept) and self.kept[-1].node is test
+
+    def _disables(self, stmt: ast.If, klass: str | None) -> None:
+        """``if device != "cuda": warn(...); fp8 = False``: what the body turns off on other devices is
+        CUDA-only when the code its tests choose (``if fp8:``, ``self.fp8 and ...``, anywhere in the file)
+        reaches CUDA-only code; then the test stays a CUDA test, or an NPU run would turn it on."""
+        flags = {name for target in _off_targets(stmt.body) if (name := _flag_name(target))}
+        if not flags:
+            return
+        region: list[ast.AST] = [stmt.test]
+        for node in self.tests:
+            if node is stmt:
+                continue
+            signs = _flag_signs(node.test, flags)
+            if signs:
+                region += self._chosen(node, signs)
+        if len(region) > 1:
+            self._keep(stmt.test, "disable", region, klass, flag=", ".join(sorted(flags)))
 
     def _skips(self, node: ast.AST, body: list[ast.stmt], klass: str | None) -> None:
         for decorator in getattr(node, "decorator_list", []):
@@ -301,7 +323,9 @@ class Sites:
         extra: list[Reason] | None = None,
         flag: str = "",
     ) -> None:
-        reasons = [*(extra or []), *self.reach.reasons(region, klass)]
+        # a skip mark's region is a whole test: what its code calls in the project's other modules is
+        # not followed (a test names half the project; the kernels its own file calls are enough)
+        reasons = [*(extra or []), *self.reach.reasons(region, klass, cross=kind != "skip")]
         if kind in ("assert", "raise"):
             # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
             # a capability probe after it fails by itself (probes.py reports it)
@@ -315,6 +339,41 @@ class Sites:
             for t in self.predicates.get(n.func.id, [])
         ]
         self.kept.append(Kept(node, kind, reasons, flag, also, region))
+
+
+def _off_targets(body: list[ast.stmt]) -> list[ast.expr]:
+    """The names and attributes a block sets to False, None or 0 (``fp8 = False``, ``self.use_fp8 =
+    None``, ``args.fp8 = False``), when that, warnings and logging are all it does."""
+    out: list[ast.expr] = []
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and not stmt.value.value:
+            out += stmt.targets
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.Constant) and not stmt.value.value:
+            out.append(stmt.target)
+        elif not (
+            isinstance(stmt, (ast.Expr, ast.Pass)) and (isinstance(stmt, ast.Pass) or isinstance(stmt.value, ast.Call))
+        ):
+            return []  # a block that does more than turn something off is a branch of its own
+    return out
+
+
+def _flag_name(target: ast.expr) -> str:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return ""
+
+
+def _flag_signs(test: ast.expr, flags: set[str], sign: int = 1) -> set[int]:
+    """Where ``test`` reads one of ``flags`` as a truth value: 1 where true means the flag is on."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _flag_signs(test.operand, flags, -sign)
+    if isinstance(test, ast.BoolOp):
+        return {s for v in test.values for s in _flag_signs(v, flags, sign)}
+    if isinstance(test, (ast.Name, ast.Attribute)) and _flag_name(test) in flags:
+        return {sign}
+    return set()
 
 
 def _unpacked(target: ast.expr, value: ast.expr) -> list[tuple[ast.Name, ast.expr]]:

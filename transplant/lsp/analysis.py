@@ -89,7 +89,8 @@ def analyse(
     data = text.encode("utf-8", "surrogatepass")
     result: FileResult | None
     try:
-        result, _ = convert_named(session, data, kind)
+        # under its own name, a file on disk: guards find the modules of its project from there
+        result, _ = convert_named(session, data, kind, uri_path(uri) if uri.startswith("file:") else "")
     except RecursionError:
         result = None
         records = [not_converted_record("source is nested too deeply to convert")]

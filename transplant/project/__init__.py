@@ -81,6 +81,9 @@ class ProjectFacts:
     # (option, value) -> where the project's scripts and configs pass it, kept there (passed.py)
     passed_values: tuple[tuple[tuple[str, str], str], ...] = ()
     twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin (twins.py)
+    # the input folder in repository mode ("" in the file modes: paths are as the user gave them); the
+    # project's own modules are found from it on disk when a guard needs them (modules.py)
+    root: str = ""
     _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
 
     def may_match(self, data: bytes) -> bool:
