@@ -28,6 +28,7 @@ from .literals import (
     rewrite_device_expr,
 )
 from .device_tests import PREFIX_METHODS
+from .passed_options import passed_as_is
 from .state import State
 
 # lookups whose last argument is the default for a key: name -> index of the key
@@ -288,29 +289,6 @@ class CallHandlers(State):
         args[1:] = rest
         return True
 
-    def _passed_as_is(self, call: cst.Call, value: cst.BaseExpression) -> bool:
-        """Is ``value`` ("nccl", "cuda") the default of an option that the project's launch scripts or
-        configs pass with the same value, which their conversion keeps (project/passed.py)? Then the
-        default is kept too, with a note: renamed here alone, the shipped recipes would take another
-        path than the default."""
-        text = string_value(value) if isinstance(value, cst.SimpleString) and self.passed else None
-        if text is None:
-            return False
-        where = next((self.passed[(n, text)] for n in _option_names(call) if (n, text) in self.passed), None)
-        if where is None:
-            return False
-        self.record(
-            value,
-            "note",
-            f"'{text}' kept: the project's own scripts or configs pass the same value to this option "
-            f"({where}) and are not converted (the option is not named like a device or backend); "
-            f"renamed here alone, they would take another path than the default",
-            None,
-            api=text,
-            level="note",
-        )
-        return True
-
     def _device_args(self, call: cst.Call, args: list[cst.Arg], rule: Rule | None, bare: str | None) -> bool:
         changed = False
         idx = rule.get("arg_idx") if rule is not None else None
@@ -334,7 +312,7 @@ class CallHandlers(State):
                         changed = True
                     continue
             given = given or (rule is not None and target) or bool(arg.star)
-            if bare == "add_argument" and arg.keyword is not None and self._passed_as_is(call, call.args[i].value):
+            if bare == "add_argument" and arg.keyword is not None and passed_as_is(self, call, call.args[i].value):
                 continue  # the project's scripts pass the same value, kept there: kept here too
             if not target and is_device_template(call.args[i].value):
                 rule_here = None  # a computed device string given to any other argument
@@ -405,16 +383,6 @@ def _evidently_int(node: cst.BaseExpression) -> bool:
         return True
     parts = dotted_parts(node)
     return parts is not None and bool(parts) and _RANK.search(parts[-1]) is not None
-
-
-def _option_names(call: cst.Call) -> list[str]:
-    """The names of the option ``parser.add_argument("--comm", "-c", ...)`` defines, "-" as "_"."""
-    names = []
-    for arg in call.args:
-        value = string_value(arg.value) if arg.keyword is None and isinstance(arg.value, cst.SimpleString) else None
-        if value is not None and value.startswith("-"):
-            names.append(value.lstrip("-").replace("-", "_"))
-    return names
 
 
 def _is_constant(node: cst.BaseExpression) -> bool:
