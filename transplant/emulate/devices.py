@@ -109,6 +109,20 @@ class NpuDeviceMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if self.check is not None:
             self.check(func, args, kwargs)
+        backing = self.backing
+        if backing.identity and backing.active and func is not torch.device:
+            # NPU tensors: only "npu" without an index is read (as the selected NPU); most calls name
+            # no device, and this path is every torch call's cost (a bigram model's loop is made of them)
+            if "device" in kwargs or _names_a_device(args):
+                args, kwargs = npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
+            if backing.kind == "cpu":
+                if func is _PIN_MEMORY:
+                    return args[0]
+                if func is _IS_PINNED:
+                    return False
+                if kwargs.get("pin_memory"):
+                    kwargs = {**kwargs, "pin_memory": False}
+            return func(*args, **kwargs)
         if func is not torch.device:  # torch.device("npu") stays an npu device
             translate = self.backing.translate
             args = tuple(translate(a) for a in args)
@@ -124,6 +138,13 @@ class NpuDeviceMode(TorchFunctionMode):
                 if kwargs.get("pin_memory"):
                     kwargs["pin_memory"] = False
         return func(*args, **kwargs)
+
+
+def _names_a_device(args: tuple) -> bool:
+    for value in args:
+        if value.__class__ is str or value.__class__ is torch.device:
+            return True
+    return False
 
 
 _PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
@@ -316,7 +337,9 @@ def _distributed(backing: Backing) -> None:
 
     class DistributedDataParallel(base_ddp):
         def __init__(self, module, device_ids=None, output_device=None, *args, **kwargs):
-            if backing.kind == "cpu":  # a CPU module takes no device ids
+            if backing.identity and any(p.device.type == NPU for p in module.parameters()):
+                pass  # an NPU module: DDP reads the ids as on an NPU (inputs go to device_ids[0])
+            elif backing.kind == "cpu":  # a CPU module takes no device ids
                 device_ids = output_device = None
             else:
                 device_ids = None if device_ids is None else [_gpu(backing, d) for d in device_ids]
