@@ -145,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "device_check_out"))
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--timeout", type=int, default=240, help="seconds per run")
+    parser.add_argument(
+        "--converted",
+        type=Path,
+        help="a conversion of the program made elsewhere (where the converter's libcst is missing)",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         convert = [sys.executable, "-m", "transplant", "-q", "-i", str(original), "-o", str(Path(tmp) / "out")]
         converted = Path(tmp) / "out" / "tiedlm_msft"
-        code, _, runs["convert"] = run(convert, Path(tmp), out, "convert", args.timeout)
+        if args.converted is not None:  # made on another machine: the same program, converted there
+            converted.mkdir(parents=True)
+            (converted / "train.py").write_text(args.converted.read_text())
+            code, runs["convert"] = 0, 0.0
+        else:
+            code, _, runs["convert"] = run(convert, Path(tmp), out, "convert", args.timeout)
         if converted.is_dir():
             (out / "converted_train.py").write_text((converted / "train.py").read_text())
         failures = [] if status == 0 else ["original"]
