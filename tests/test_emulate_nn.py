@@ -8,6 +8,7 @@ the profiler's configuration, DDP's device check). DDP with two ranks: test_emul
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 
 import pytest
@@ -68,3 +69,17 @@ def test_look_alikes_a_users_own_lstm_and_host_layers_keep_their_path(tmp_path):
     own, host = plain.stdout.split()
     assert lines(proc.stdout, "own") == [f"own {own}"]
     assert lines(proc.stdout, "host") == [f"host cpu {host}"]
+
+
+def test_the_device_check_runs_its_flow_on_the_cpu_and_skips_without_a_gpu(tmp_path):
+    """bench/device_check.py is run by hand on a GPU machine; its flow (original, conversion, emulate,
+    emulate --strict, every number compared) is tested here with --backing cpu."""
+    script = str(FIXTURES.parent.parent / "bench" / "device_check.py")
+    proc = run([script, "--backing", "cpu", "--steps", "2", "--out", tmp_path / "cpu"], tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((tmp_path / "cpu" / "result.json").read_text())
+    assert result["verdict"] == "match" and result["compared"]["emulate-strict"]["lines"] == 6, result
+    assert "import torch_npu" in (tmp_path / "cpu" / "converted_train.py").read_text()
+    proc = run([script, "--out", tmp_path / "gpu"], tmp_path, CUDA_VISIBLE_DEVICES="")
+    assert proc.returncode == 0 and "SKIPPED: PyTorch sees no CUDA GPU" in proc.stdout, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "gpu" / "result.json").read_text())["verdict"] == "skipped"
