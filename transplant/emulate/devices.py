@@ -104,16 +104,25 @@ class NpuDeviceMode(TorchFunctionMode):
     def __init__(self, backing: Backing, check=None):
         super().__init__()
         self.backing, self.check = backing, check
+        # a check that only looks at calls with keyword arguments, a device among the positional ones,
+        # or a .to: the summary's (without --strict); other calls skip it
+        self.devices_only = getattr(check, "devices_only", False)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        names = None
         if self.check is not None:
-            self.check(func, args, kwargs)
+            if self.devices_only:
+                names = _names_a_device(args)
+                if names or kwargs or func in _TO_CALLS:
+                    self.check(func, args, kwargs)
+            else:
+                self.check(func, args, kwargs)
         backing = self.backing
         if backing.identity and backing.active and func is not torch.device:
             # NPU tensors: only "npu" without an index is read (as the selected NPU); most calls name
             # no device, and this path is every torch call's cost (a bigram model's loop is made of them)
-            if "device" in kwargs or _names_a_device(args):
+            if "device" in kwargs or (_names_a_device(args) if names is None else names):
                 args, kwargs = npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
             if backing.kind == "cpu":
                 if func is _PIN_MEMORY:
@@ -150,6 +159,7 @@ def _names_a_device(args: tuple) -> bool:
 _PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
 _TO_METHODS = (torch.Tensor.to,)
 _PARSE_TO = torch._C._nn._parse_to
+_TO_CALLS = (torch.Tensor.to, _PARSE_TO)
 
 
 def enter_mode(backing: Backing, check=None) -> None:

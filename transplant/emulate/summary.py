@@ -163,7 +163,12 @@ def observer(check):
         _leave_for_parent()
     summary = _state["summary"]
     if check is None:
-        return summary.torch_call
+
+        def moves(func, args, kwargs):
+            summary.torch_call(func, args, kwargs)
+
+        moves.devices_only = True  # the device mode's filter (devices.py)
+        return moves
 
     def both(func, args, kwargs):
         summary.torch_call(func, args, kwargs)
