@@ -193,9 +193,10 @@ def install(backing: Backing) -> None:
     backing.active = True
     _accelerator(backing)
     if backing.identity:
-        from . import identity
+        from . import composites, identity
 
         identity.install(backing.device())
+        composites.install()  # LSTM, GRU, their cells, attention: as the backing runs them
     else:
         _methods(backing)
     _amp(backing)

@@ -423,9 +423,6 @@ def install(backing_device: torch.device) -> None:
     torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
     torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
     torch.load = _load_onto_npu(torch.load)
-    from . import composites
-
-    composites.install()  # LSTM, GRU, their cells, attention, dropout: as the backing runs them
     library = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():  # torch warns that a kernel is overridden: torch_npu overrides it too
         warnings.simplefilter("ignore", UserWarning)
