@@ -1,10 +1,12 @@
 """What `transplant emulate` costs, as a ratio to the plain CPU run of the same training, measured now.
 
-    python3 bench/emulate_cost.py [--repeat 3] [--steps N]
+    python3 bench/emulate_cost.py [--repeat 3] [--steps N] [--kinds readme transformer bigram]
 
-Two workloads, each timed inside the program (the training loop only; start-up is reported apart):
-README's example (examples/mnist_cuda's Net, SGD, amp with a GradScaler, a DataLoader) and a small
-transformer (2 encoder layers, d_model 64, sequences of 16, AdamW, amp). Each runs three ways: plain CPU (`python`,
+Three workloads, each timed inside the program (the training loop only; start-up is reported apart):
+README's example (examples/mnist_cuda's Net, SGD, amp with a GradScaler, a DataLoader), a small
+transformer (2 encoder layers, d_model 64, sequences of 16, AdamW, amp) and a character-level bigram
+model (an embedding table, batches cut from a text tensor, AdamW: 10 x --steps steps of many tiny
+operators, where the emulator's cost per operator shows; `--kinds bigram` runs it alone). Each runs three ways: plain CPU (`python`,
 device "cpu"), `transplant emulate` (device "npu"; NPU tensors, the default), and `transplant emulate
 --no-device-identity` (tensors of the CPU). The
 best of --repeat runs is kept. Prints the seconds and the ratios; the target is at most 3x. It also
@@ -25,6 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 3.0
+KINDS = ["readme", "transformer", "bigram"]
 
 WORKLOAD = """\
 import sys, time
@@ -44,6 +47,22 @@ if kind == "readme":
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     def loss_of(x, y):
         return F.cross_entropy(model(x), y)
+elif kind == "bigram":  # a character-level bigram model: many tiny operators per step
+    vocab, block, batch = 65, 8, 32
+    text = torch.randint(0, vocab, (4096,))
+    model = nn.Embedding(vocab, vocab).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    start = time.perf_counter()
+    for step in range(steps * 10):
+        ix = torch.randint(len(text) - block - 1, (batch,))
+        x = torch.stack([text[i : i + block] for i in ix]).to(device)
+        y = torch.stack([text[i + 1 : i + block + 1] for i in ix]).to(device)
+        loss = F.cross_entropy(model(x).view(-1, vocab), y.view(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    print(f"loop {time.perf_counter() - start:.4f} loss {loss.item()!r}")
+    sys.exit(0)
 else:
     layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
     encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
@@ -101,13 +120,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", type=int, default=24)
+    parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS, help="the workloads (default: all)")
     args = parser.parse_args()
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "workload.py").write_text(WORKLOAD)
         shutil.copy(REPO / "examples" / "mnist_cuda" / "model.py", folder)
-        for kind in ("readme", "transformer"):
+        for kind in args.kinds:
             best: dict[str, tuple[float, float, str]] = {}
             for _ in range(args.repeat):
                 for way in WAYS:  # interleaved, so that a busy machine weighs on every way alike

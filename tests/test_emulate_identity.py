@@ -153,6 +153,46 @@ def test_the_summary_says_what_went_to_the_npu_and_q_silences_it(tmp_path):
     assert quiet.returncode == 0 and "summary" not in quiet.stderr
 
 
+def summary_line(stderr: str) -> str:
+    return next(line for line in stderr.splitlines() if line.startswith("transplant emulate: summary: "))
+
+
+def test_the_summary_counts_moves_by_index_and_adds_up_a_launchers_ranks(tmp_path):
+    (tmp_path / "by_index.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(2, 2).to(0)\nx = torch.ones(2).to(0)\ny = torch.zeros(2, device=0)\n"
+    )
+    (tmp_path / "by_name.py").write_text(
+        'import torch\nmodel = torch.nn.Linear(2, 2).to("npu:0")\nx = torch.ones(2).to("npu:0")\n'
+        'y = torch.zeros(2, device="npu:0")\n'
+    )
+    by_index, by_name = emulate(["by_index.py"], tmp_path), emulate(["by_name.py"], tmp_path)
+    assert by_index.returncode == 0 and by_name.returncode == 0, by_index.stderr + by_name.stderr
+    assert "1 module move to the NPU" in summary_line(by_index.stderr)
+    assert summary_line(by_index.stderr) == summary_line(by_name.stderr)
+    # a host program's own index is not a move: sizes and dtypes are numbers too
+    (tmp_path / "host.py").write_text("import torch\nx = torch.ones(2, 3).sum(0)\n")
+    assert summary_line(emulate(["host.py"], tmp_path).stderr).endswith("0 tensor moves and 0 module moves to the NPU")
+
+    (tmp_path / "rank.py").write_text(
+        "import os, torch\nrank = int(os.environ['LOCAL_RANK'])\ntorch.npu.set_device(rank)\n"
+        "model = torch.nn.Linear(2, 2).to(rank)\nprint('rank', rank, model(torch.ones(2).npu()).device)\n"
+    )
+    alone = emulate(["rank.py"], tmp_path, LOCAL_RANK="0")
+    launched = emulate(
+        ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()), "rank.py"],
+        tmp_path,
+        TMPDIR=str(tmp_path),  # where the ranks leave their summaries: removed at the end
+    )
+    assert alone.returncode == 0 and launched.returncode == 0, alone.stderr + launched.stderr
+    assert sorted(lines(launched.stdout, "rank")) == ["rank 0 npu:0", "rank 1 npu:1"]
+    one = re.search(r"(\d+) tensor moves? and (\d+) module moves?", summary_line(alone.stderr))
+    both = re.search(
+        r"(\d+) tensor moves? and (\d+) module moves? to the NPU \(all 3 processes\)", summary_line(launched.stderr)
+    )
+    assert one and both and both.groups() == (str(2 * int(one[1])), str(2 * int(one[2]))), launched.stderr
+    assert not list(tmp_path.glob("transplant-emulate-summaries-*")), "the ranks' summaries were left behind"
+
+
 def test_torch_compile_runs_eagerly_in_each_form(tmp_path):
     # inductor has no code generator for the emulated NPU and TorchDynamo does not trace the emulator:
     # every form of torch.compile gives back what it was given (found on litgpt's *_compile tests)

@@ -11,6 +11,8 @@ user's), and no other command loads it; the converter never imports it.
     accelerator.py  torch.accelerator answered as on an NPU host, from the emulated torch_npu.npu
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
     identity.py  --device-identity: "npu" as a Python backend, NPU tensors computed on the backing device
+    composites.py  --device-identity: composites that pick their body by device type (LSTM, GRU, their
+                 cells, attention) as the backing runs them; record_stream
     collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
     npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build

@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import runtime
 
     checker = runtime.start(args.backing, args.strict)
+    from . import summary
+
+    summary.gather()  # the processes the program starts leave their summaries for this one's
     runtime.autoload()
     if args.module:
         sys.argv = [args.module, *args.args]  # run_module puts the module's file first, as python -m does
@@ -222,10 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.argv = [str(args.script), *args.args]
         status = _run(lambda: runpy.run_path(str(args.script.resolve()), run_name="__main__"), checker)
-    if not args.quiet and status == 0 and not (checker is not None and checker.uses):
-        from . import summary  # after a run that went well: a failure's own message stays the last line
-
-        summary.report()
+    # after a run that went well: a failure's own message stays the last line
+    summary.report(show=not args.quiet and status == 0 and not (checker is not None and checker.uses))
     if checker is not None and checker.uses:
         for use in dict.fromkeys(checker.uses):
             print(f"transplant emulate: error: {use}", file=sys.stderr)

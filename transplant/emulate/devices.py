@@ -104,11 +104,34 @@ class NpuDeviceMode(TorchFunctionMode):
     def __init__(self, backing: Backing, check=None):
         super().__init__()
         self.backing, self.check = backing, check
+        # a check that only looks at calls with keyword arguments, a device among the positional ones,
+        # or a .to: the summary's (without --strict); other calls skip it
+        self.devices_only = getattr(check, "devices_only", False)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        names = None
         if self.check is not None:
-            self.check(func, args, kwargs)
+            if self.devices_only:
+                names = _names_a_device(args)
+                if names or kwargs or func in _TO_CALLS:
+                    self.check(func, args, kwargs)
+            else:
+                self.check(func, args, kwargs)
+        backing = self.backing
+        if backing.identity and backing.active and func is not torch.device:
+            # NPU tensors: only "npu" without an index is read (as the selected NPU); most calls name
+            # no device, and this path is every torch call's cost (a bigram model's loop is made of them)
+            if "device" in kwargs or (_names_a_device(args) if names is None else names):
+                args, kwargs = npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
+            if backing.kind == "cpu":
+                if func is _PIN_MEMORY:
+                    return args[0]
+                if func is _IS_PINNED:
+                    return False
+                if kwargs.get("pin_memory"):
+                    kwargs = {**kwargs, "pin_memory": False}
+            return func(*args, **kwargs)
         if func is not torch.device:  # torch.device("npu") stays an npu device
             translate = self.backing.translate
             args = tuple(translate(a) for a in args)
@@ -129,9 +152,17 @@ class NpuDeviceMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _names_a_device(args: tuple) -> bool:
+    for value in args:
+        if value.__class__ is str or value.__class__ is torch.device:
+            return True
+    return False
+
+
 _PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
 _TO_METHODS = (torch.Tensor.to,)
 _PARSE_TO = torch._C._nn._parse_to
+_TO_CALLS = (torch.Tensor.to, _PARSE_TO)
 
 
 def enter_mode(backing: Backing, check=None) -> None:
@@ -165,9 +196,10 @@ def install(backing: Backing) -> None:
     backing.active = True
     _accelerator(backing)
     if backing.identity:
-        from . import identity
+        from . import composites, identity
 
         identity.install(backing.device())
+        composites.install()  # LSTM, GRU, their cells, attention: as the backing runs them
     else:
         _methods(backing)
     _amp(backing)
@@ -319,7 +351,9 @@ def _distributed(backing: Backing) -> None:
 
     class DistributedDataParallel(base_ddp):
         def __init__(self, module, device_ids=None, output_device=None, *args, **kwargs):
-            if backing.kind == "cpu":  # a CPU module takes no device ids
+            if backing.identity and any(p.device.type == NPU for p in module.parameters()):
+                pass  # an NPU module: DDP reads the ids as on an NPU (inputs go to device_ids[0])
+            elif backing.kind == "cpu":  # a CPU module takes no device ids
                 device_ids = output_device = None
             else:
                 device_ids = None if device_ids is None else [_gpu(backing, d) for d in device_ids]

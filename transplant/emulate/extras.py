@@ -37,18 +37,28 @@ def _profiler(backing: Backing) -> dict:
                 mapped.append(torch_profiler.ProfilerActivity.CUDA)
         return sorted(set(mapped), key=lambda a: a.name)
 
+    class ExperimentalConfig(torch._C._profiler._ExperimentalConfig):
+        """torch_npu.profiler._ExperimentalConfig: its options (profiler_level, aic_metrics, l2_cache,
+        export_type, ...) are kept as torch_npu keeps them (``_profiler_level``, ..., ``record_op_args``)
+        and mean nothing on the backing; to torch's profiler it is torch's default configuration."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+            for name, value in kwargs.items():
+                setattr(self, name if name == "record_op_args" else f"_{name}", value)
+
     class profile(torch_profiler.profile):  # noqa: N801 - torch_npu's name
         def __init__(self, *, activities=None, experimental_config=None, **kwargs):
-            super().__init__(activities=activities_on_backing(activities), **kwargs)
+            # torch_npu keeps the configuration it is given, or a default one (torch_npu/profiler/profiler.py)
+            config = ExperimentalConfig() if experimental_config is None else experimental_config
+            torch_config = config if isinstance(config, torch._C._profiler._ExperimentalConfig) else None
+            super().__init__(activities=activities_on_backing(activities), experimental_config=torch_config, **kwargs)
+            self.experimental_config = config
             if activities is not None:
                 self.activities = _Activities(activities, self.activities)
 
     def tensorboard_trace_handler(dir_name, worker_name=None, analyse_flag=True, async_mode=False):
         return torch_profiler.tensorboard_trace_handler(dir_name, worker_name)
-
-    class ExperimentalConfig:
-        def __init__(self, *args, **kwargs):
-            pass
 
     return dict(
         profile=profile,

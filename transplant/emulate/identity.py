@@ -19,8 +19,9 @@ metadata of a new tensor is set by ``aten::set_``'s CPU kernel onto an NPU stora
 data's, which allocates nothing. Backward passes run in the thread that asks for them (see
 ``_in_this_thread``).
 
-Composite operators that pick their kernel by device type (scaled_dot_product_attention) are given
-the backing's choice. Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
+Composite operators that pick their body by device type (LSTM, GRU, attention, dropout) run as the
+backing runs them (composites.py), and torch_npu's shallow-copy compatibility of CPU and NPU tensors
+is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
 operator's arguments it would cast, and to what, once per operator and argument dtypes (it runs the
 operator on the backing data under the backing's autocast in a mode that stops at the first
 computation), then casts the NPU arguments alike, so the casts are those of the backing's lists.
@@ -32,6 +33,7 @@ namespace (npu_api.py).
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -57,7 +59,14 @@ _MIXING = {
     aten.set_.source_Storage,
     aten.set_.source_Storage_storage_offset,
     aten.set_.source_Tensor,
+    # packed sequences: the lengths and batch sizes stay on the host (torch's composite kernels read
+    # them there; op-plugin's NPU kernels take them so too)
+    aten._pack_padded_sequence.default,
+    aten._pack_padded_sequence_backward.default,
+    aten._pad_packed_sequence.default,
 }
+# results that are host tensors on a device too: (operator, return position)
+_HOST_RESULTS = {(aten._pack_padded_sequence.default, 1), (aten._pad_packed_sequence.default, 1)}
 _COPIES = {aten._copy_from.default, aten._copy_from_and_resize.default}
 
 
@@ -137,8 +146,16 @@ def _unwrap(op, value, found: list, datas: dict, devices: list):
 
 
 def _kernel(op, *args, **kwargs):
-    """Every aten operator on NPU tensors, or making one: the same operator on the backing data."""
-    refuse_cpu_fallback(op)
+    """Every aten operator on NPU tensors, or making one: the same operator on the backing data.
+    Torch function modes (emulate's device mode) are off inside: the kernel's own tensor calls
+    (``.device``, ``.size()``, ``set_``, ...) are the emulator's, not the program's, and would each
+    cost a pass through the mode in Python (most of a tiny operator's cost)."""
+    refuse_cpu_fallback(op)  # TORCH_NPU_FALLBACK_CPU_DISABLE=1 (fallbacks.py)
+    with torch._C.DisableTorchFunction():
+        return _backing_kernel(op, *args, **kwargs)
+
+
+def _backing_kernel(op, *args, **kwargs):
     found: list = []
     datas: dict = {}  # id(NPU tensor) -> its data
     devices: list = []  # the NPU devices named by the arguments (a factory's, a copy's destination)
@@ -227,7 +244,10 @@ def _rewrap(op, args, kwargs, out, datas, index=0):
         return out  # a copy to another device (_to_copy(npu_tensor, device="cpu"))
     if len(aliasing) == 1:
         return _rewrap_one(out, aliasing[0], args, kwargs, datas, index)
-    return type(out)(_rewrap_one(v, a, args, kwargs, datas, index) for v, a in zip(out, aliasing))
+    return type(out)(
+        v if (op, i) in _HOST_RESULTS else _rewrap_one(v, a, args, kwargs, datas, index)
+        for i, (v, a) in enumerate(zip(out, aliasing))
+    )
 
 
 def _rewrap_one(value, alias, args, kwargs, datas, index):
@@ -272,7 +292,8 @@ _POLICIES: dict = {}
 
 
 def _autocast_kernel(op, *args, **kwargs):
-    args, kwargs = _autocast_casts(op, args, kwargs)
+    with torch._C.DisableTorchFunction():  # as in _kernel
+        args, kwargs = _autocast_casts(op, args, kwargs)
     with _NO_AUTOCAST():
         return _callable(op, args)(*args, **kwargs)
 
@@ -309,37 +330,6 @@ def _autocast_casts(op, args, kwargs):
 
     with _NO_AUTOCAST():
         return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
-
-
-_FLASH = 1  # sdp::SDPBackend::flash_attention
-
-
-def _attention(sdpa):
-    """F.scaled_dot_product_attention on NPU tensors as on the backing: torch's composite picks its
-    kernel by device type, and for a device it does not know it takes the math kernel, not the CPU's
-    flash kernel, and the numbers differ. The backing's choice is asked, on the backing data."""
-
-    @functools.wraps(sdpa)
-    def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-        if not (isinstance(query, torch.Tensor) and query.device.type == NPU and _State.backing.type == "cpu"):
-            return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-        args = (query, key, value, attn_mask, dropout_p, is_causal)
-        kwargs = {"scale": scale, "enable_gqa": enable_gqa}
-        if torch.is_autocast_enabled(NPU):
-            args, kwargs = _autocast_casts(aten.scaled_dot_product_attention.default, args, kwargs)
-        query, key, value, attn_mask = args[:4]
-        with _NO_AUTOCAST():
-            data = [data_of(t) if isinstance(t, torch.Tensor) else t for t in (query, key, value, attn_mask)]
-            choice = aten._fused_sdp_choice.default(*data, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-            if choice != _FLASH:
-                return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-            if attn_mask is not None and attn_mask.dtype == torch.bool:  # as torch's composite converts it
-                attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(~attn_mask, float("-inf"))
-            return aten._scaled_dot_product_flash_attention_for_cpu.default(
-                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale
-            )[0]
-
-    return attention
 
 
 def _NO_AUTOCAST():  # noqa: N802 - a context manager
@@ -435,9 +425,25 @@ def install(backing_device: torch.device) -> None:
     torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
     torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
     torch.load = _load_onto_npu(torch.load)
-    torch.nn.functional.scaled_dot_product_attention = _attention(torch.nn.functional.scaled_dot_product_attention)
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():  # torch warns that a kernel is overridden: torch_npu overrides it too
+        warnings.simplefilter("ignore", UserWarning)
+        library.impl("_has_compatible_shallow_copy_type", _compatible_shallow_copy_type, "CompositeImplicitAutograd")
+    _LIBRARIES.append(library)
     # amp's default dtype on the NPU is the backing's (bfloat16 on the CPU), as without --device-identity
     torch.set_autocast_dtype(NPU, torch.get_autocast_dtype(backing_device.type))
+
+
+_DENSE = (torch._C.DispatchKey.CPU, torch._C.DispatchKey.PrivateUse1)
+
+
+def _compatible_shallow_copy_type(self: torch.Tensor, other: torch.Tensor) -> bool:
+    """torch_npu's answer (its CatchAll kernel of aten::_has_compatible_shallow_copy_type, in
+    Ascend/pytorch torch_npu/csrc/aten): the same dispatch keys, or both dense CPU or NPU tensors. So
+    ``param.data = npu_tensor`` is allowed, and Module._apply keeps each parameter object when it
+    moves a module to the NPU (weights tied by sharing a Parameter stay tied)."""
+    mine, theirs = torch._C._dispatch_keys(self), torch._C._dispatch_keys(other)
+    return mine == theirs or (any(mine.has(k) for k in _DENSE) and any(theirs.has(k) for k in _DENSE))
 
 
 def _in_this_thread(run_backward):

@@ -11,8 +11,11 @@ forward to ``torch.cuda``. This module builds namespaces only; devices.py owns "
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import re
 import time
+import warnings
 import types
 from typing import Any
 
@@ -142,7 +145,7 @@ def _cpu_api(backing: Backing) -> dict:
         device_of=device_of,
         get_device_name=name,
         get_device_properties=properties,
-        get_device_capability=lambda device=None: (0, 0),
+        get_device_capability=device_capability,
         can_device_access_peer=lambda device, peer: True,
         utilization=lambda device=None: 0,
         mem_get_info=mem_get_info,
@@ -174,6 +177,9 @@ def _cpu_api(backing: Backing) -> dict:
     return api
 
 
+_PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1, the device type "npu" names
+
+
 def _cpu_streams() -> dict:
     class Event:
         """An NPU event on the CPU: work is done when it is recorded; timing uses the host clock."""
@@ -200,13 +206,28 @@ def _cpu_streams() -> dict:
         def wait(self, stream=None):
             pass
 
-    class Stream:
-        """An NPU stream on the CPU: everything runs in order, at once."""
+    ids = itertools.count()
+
+    class Stream(torch.Stream):
+        """An NPU stream on the CPU: everything runs in order, at once. A ``torch.Stream`` of the NPU
+        (``stream.device`` is an NPU, as torch_npu's streams are torch.Stream's): torch's own code
+        takes it (``Tensor.record_stream``, dynamo's current-stream source reads its device)."""
 
         npu_stream = 0
 
+        def __new__(cls, device=None, priority=0, **kwargs):
+            if isinstance(device, torch.device) and device.index is not None:
+                index = device.index
+            elif isinstance(device, (str, torch.device)):
+                index = torch.device(device).index
+            else:
+                index = device
+            if index is None:
+                index = npus.current()
+            return super().__new__(cls, stream_id=next(ids), device_index=index, device_type=_PRIVATEUSE1)
+
         def __init__(self, device=None, priority=0, **kwargs):
-            self.device, self.priority = device, priority
+            self.priority = priority
 
         def query(self):
             return True
@@ -226,6 +247,9 @@ def _cpu_streams() -> dict:
             return event
 
     class ExternalStream(Stream):
+        def __new__(cls, stream_ptr, device=None, **kwargs):
+            return Stream.__new__(cls, device)
+
         def __init__(self, stream_ptr, device=None, **kwargs):
             super().__init__(device)
 
@@ -254,6 +278,28 @@ def _cpu_streams() -> dict:
         current_stream=lambda device=None: current["stream"],
         default_stream=lambda device=None: default,
     )
+
+
+_CAPABILITY = re.compile(r"(\d+)\.(\d+)")
+
+
+def device_capability(device=None) -> tuple[int, int] | None:
+    """torch_npu's answer (torch_npu/npu/utils.py, get_device_capability; the environment variable
+    TORCH_NPU_DEVICE_CAPABILITY in Ascend's environment variable reference): None, with a warning,
+    unless TORCH_NPU_DEVICE_CAPABILITY is "major.minor" (non-negative integers), then (major, minor);
+    it says nothing about the hardware. The device argument is not read."""
+    value = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
+    if not value:
+        warnings.warn(
+            "get_device_capability is None on an NPU unless TORCH_NPU_DEVICE_CAPABILITY is set (torch_npu)",
+            stacklevel=2,
+        )
+        return None
+    match = _CAPABILITY.fullmatch(value)
+    if match is None:
+        warnings.warn(f"TORCH_NPU_DEVICE_CAPABILITY={value!r} is not major.minor: None (torch_npu)", stacklevel=2)
+        return None
+    return int(match.group(1)), int(match.group(2))
 
 
 def _cuda_api(backing: Backing) -> dict:
@@ -317,7 +363,7 @@ def _cuda_api(backing: Backing) -> dict:
             if name in api
         }
     )
-    api.update(Stream=Stream, Event=Event, ExternalStream=ExternalStream)
+    api.update(Stream=Stream, Event=Event, ExternalStream=ExternalStream, get_device_capability=device_capability)
     return api
 
 
