@@ -125,7 +125,7 @@ class NpuDeviceMode(TorchFunctionMode):
             if "device" in kwargs or (_names_a_device(args) if names is None else names):
                 args, kwargs = npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
             if backing.kind == "cpu":
-                if func is _PIN_MEMORY:
+                if func in PIN_MEMORY:
                     return args[0]
                 if func is _IS_PINNED:
                     return False
@@ -140,12 +140,9 @@ class NpuDeviceMode(TorchFunctionMode):
                 args, kwargs = self.backing.ordinals(func, args, kwargs)
             if self.backing.active and self.backing.kind == "cpu":
                 # page-locked memory is for copies to a device; with the CPU as the NPU there are none
-                # (torch dispatches a method under the name it has on Tensor now: a wrapper of
-                # torch's own, under the runtime migration, transfer.py)
-                unwrapped = getattr(func, "__wrapped__", func)
-                if unwrapped is _PIN_MEMORY:
+                if func in PIN_MEMORY:
                     return args[0]
-                if unwrapped is _IS_PINNED:
+                if func is _IS_PINNED:
                     return False
                 if kwargs.get("pin_memory"):
                     kwargs["pin_memory"] = False
@@ -159,7 +156,10 @@ def _names_a_device(args: tuple) -> bool:
     return False
 
 
-_PIN_MEMORY, _IS_PINNED = torch.Tensor.pin_memory, torch.Tensor.is_pinned
+_IS_PINNED = torch.Tensor.is_pinned
+# Tensor.pin_memory as torch dispatches it: under the name it has on Tensor, so also the runtime
+# migration's wrapper of it (transfer.py adds it)
+PIN_MEMORY = {torch.Tensor.pin_memory}
 _TO_METHODS = (torch.Tensor.to,)
 _PARSE_TO = torch._C._nn._parse_to
 _TO_CALLS = (torch.Tensor.to, _PARSE_TO)

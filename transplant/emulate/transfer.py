@@ -270,6 +270,9 @@ def install(torch_npu: types.ModuleType) -> None:
     storage.__new__ = moving(storage.__new__)
     torch.Generator = _Generator  # type: ignore[misc]
     _wrap_all(torch.Tensor, TENSOR_METHODS)
+    from . import devices
+
+    devices.PIN_MEMORY.add(torch.Tensor.pin_memory)  # the device mode still finds it (page-locking on the CPU)
     tensor: Any = torch.Tensor
     tensor.cuda = tensor.npu
     tensor.is_cuda = tensor.is_npu

@@ -17,21 +17,16 @@ import libcst as cst
 from ..guards import Guards, analyse
 from ..nesting import nesting_error
 from ..project import NO_FACTS, ProjectFacts
-from ..records import CODES, OPERATION, SKIP_LINE, Conversion, Record, SourceError, skips_file
+from ..records import CODES, SKIP_LINE, Conversion, Record, SourceError, skips_file
 from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
 from .bindings import NO_STARS, Bindings, StarNames, analyse_imports, apply_stars, star_module
-from .cst_util import first_line
 from .device_index import finish as finish_index_devices
+from .finish import Unfold, add_imports, hits, make_records, place, prune
 from .flow import flow_of
 from .imports import (
-    ImportPruner,
     imports_module,
     pruned_aliases,
-    imports_torch_cuda,
-    insert_imports,
-    insertion_anchor,
-    insertion_index,
 )
 from .device_names import accepted_names, registry_keeps
 from .device_sets import families_finder, families_result
@@ -39,8 +34,6 @@ from .npu_paths import mark_paths
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
 from .phases import timed
-from .placement import earliest_index, module_binding
-from .positions import node_positions, positions_and_code
 from .state import Pending
 from .transformer import Converter
 from .traverse import walk
@@ -80,10 +73,6 @@ def skipped_lines(source: bytes) -> set[int]:
     if b"transplant:" not in source:
         return set()
     return {i + 1 for i, line in enumerate(source.splitlines()) if SKIP_LINE.search(line)}
-
-
-class _Unfold(Exception):
-    """The skeleton cannot settle this file: convert it whole."""
 
 
 def convert(
@@ -135,7 +124,7 @@ def _convert_source(
         try:
             module = timed("parse", cst.parse_module, skel.text)
             result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts)
-        except (_Unfold, cst.ParserSyntaxError):
+        except (Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
         result = _convert(
@@ -235,27 +224,27 @@ def _convert_once(
     conv, new_module = timed("rewrite", _rewrite, module, rules, bindings, excluded, facts, skel)
     unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
     if skel is not None and _used_in_folds(unused, skel):
-        raise _Unfold
+        raise Unfold
     pending = _pending(conv, bindings, unused, assumed_at)
     if not pending:
         return Conversion(None, []), set()
-    placed = timed("place", _place, module, conv, bindings, pending, skel, source)
-    hit = _hits(placed.positions, pending, bindings, skip, guards)
+    placed = timed("place", place, module, conv, bindings, pending, skel, source)
+    hit = hits(placed.positions, pending, bindings, skip, guards)
     if hit:
         return Conversion(None, []), hit
-    records = timed("records", _records, module, pending, placed.positions)
+    records = timed("records", make_records, module, pending, placed.positions)
     if not any(r.is_change for r in records) and not conv.needs_npu:
         return Conversion(None, sorted(records, key=_order)), set()
     # imports are added before pruning, so an anchor statement that pruning removes is still there
-    new_module = timed("add imports", _add_imports, module, new_module, conv, bindings, placed, records)
-    new_module = timed("prune", _prune, module, new_module, bindings, unused, placed.positions, records)
+    new_module = timed("add imports", add_imports, module, new_module, conv, bindings, placed, records)
+    new_module = timed("prune", prune, module, new_module, bindings, unused, placed.positions, records)
     new_bytes = timed("print", lambda: new_module.bytes)
     if new_bytes == placed.original_bytes:  # module.bytes, without generating it again
         return Conversion(None, sorted([r for r in records if not r.is_change], key=_order)), set()
     if skel is not None:
         restored = skel.restore(new_bytes)
         if restored is None:  # a marker line went missing or was duplicated
-            raise _Unfold
+            raise Unfold
         new_bytes = restored
     return Conversion(new_bytes, sorted(records, key=_order)), set()
 
@@ -331,183 +320,6 @@ def _pending(conv: Converter, bindings: Bindings, unused: set[str], assumed_at: 
             )
         )
     return pending
-
-
-@dataclasses.dataclass
-class _Placed:
-    """Where things are in the source (phase "place")."""
-
-    positions: dict[int, tuple[int, int, int, int]]  # node id -> span, in the source's lines
-    original_bytes: bytes  # the module's code when it was generated ("" when not needed)
-    index: int  # where new imports go in the module's body
-    anchor: list[cst.CSTNode]  # the statement they follow (insertion_anchor)
-    first_use: int | None  # the first line that uses torch_npu
-
-
-def _place(
-    module: cst.Module,
-    conv: Converter,
-    bindings: Bindings,
-    pending: list[Pending],
-    skel: Skeleton | None,
-    source: bytes | None,
-) -> _Placed:
-    """One pass of code generation places the records, the imports that may be removed, and the
-    statement new imports follow."""
-    index = insertion_index(module.body)
-    anchor = insertion_anchor(module.body, index)
-    if not any(p.level == "fix" for p in pending) and not conv.needs_npu:  # findings only: nothing is rewritten
-        positions, original_bytes = node_positions(module, [p.anchor for p in pending]), b""
-    elif source is not None and not source.endswith(b"\r"):
-        # libcst gives back the source byte for byte (but for a final lone "\r"): module.bytes
-        # is the source, and code generation can stop once the last record is placed
-        positions = node_positions(
-            module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor, *module.body[:index]]
-        )
-        original_bytes = source
-    else:
-        positions, original_code = positions_and_code(
-            module, [*(p.anchor for p in pending), *bindings.import_nodes, *anchor, *module.body[:index]]
-        )
-        original_bytes = original_code.encode(module.encoding)
-    # new imports go before the first top-level statement that uses torch_npu, if that comes earlier
-    first_use = min((positions[id(a)][0] for a in conv.npu_uses if id(a) in positions), default=None)
-    earlier = earliest_index(module.body, index, first_use, positions)
-    if earlier != index:
-        if skel is not None and earlier > 0 and positions.get(id(module.body[earlier - 1]), (0,))[0] in skel.starts:
-            raise _Unfold  # the import would follow folded statements, which have no line of their own here
-        index, anchor = earlier, insertion_anchor(module.body, earlier)
-    if skel is not None:
-        positions = {key: skel.position(pos) for key, pos in positions.items()}
-        if first_use is not None:  # in the source's lines, as the positions it is compared with below
-            first_use = min(positions[id(a)][0] for a in conv.npu_uses if id(a) in positions)
-    return _Placed(positions, original_bytes, index, anchor, first_use)
-
-
-def _hits(
-    positions: dict[int, tuple[int, int, int, int]],
-    pending: list[Pending],
-    bindings: Bindings,
-    skip: set[int],
-    guards: Guards | None,
-) -> set[int]:
-    """The anchors whose changes must be left out: on a skip line, inside a kept device test, or an
-    import whose rewrite would change a name a kept test uses."""
-    hit = {id(p.anchor) for p in pending if positions.get(id(p.anchor), (0,))[0] in skip}
-    if guards is not None:
-        hit |= {
-            id(p.anchor)
-            for p in pending
-            if p.level == "fix" and id(p.anchor) in positions and guards.keeps(positions[id(p.anchor)])
-        }
-        # an import whose rewrite would change a name a kept test uses (from torch.cuda import is_available)
-        hit |= {
-            id(node)
-            for node in bindings.import_nodes
-            if id(node) in bindings.plans and guards.names.intersection(bindings.plans[id(node)].names)
-        }
-    return hit
-
-
-def _records(
-    module: cst.Module, pending: list[Pending], positions: dict[int, tuple[int, int, int, int]]
-) -> list[Record]:
-    return [
-        _placed(p.record, positions.get(id(p.anchor), (1, 1, 1, 1)), first_line(module.code_for_node(p.anchor)))
-        for p in pending
-    ]
-
-
-def _add_imports(
-    module: cst.Module,
-    new_module: cst.Module,
-    conv: Converter,
-    bindings: Bindings,
-    placed: _Placed,
-    records: list[Record],
-) -> cst.Module:
-    """The converted module with the imports it needs (torch_npu, the modules of new names); a
-    record of each is appended to ``records``."""
-    positions, index, anchor, first_use = placed.positions, placed.index, placed.anchor, placed.first_use
-    # an import inside a function, a class or an if branch binds nothing elsewhere (placement.py)
-    # and one below the first use binds nothing before it
-    to_import = [
-        name
-        for name in sorted(conv.needs_imports)
-        if not (imports_module(bindings, name) and module_binding(module.body, name) is not None)
-    ]
-    npu_import = module_binding(module.body, "torch_npu")
-    if conv.needs_npu and not (
-        imports_module(bindings, "torch_npu")
-        and npu_import is not None
-        and (first_use is None or positions.get(id(npu_import), (0,))[0] < first_use)
-    ):
-        # torch_npu right after torch when both are added
-        to_import.insert(1 if to_import[:1] == ["torch"] else 0, "torch_npu")
-    if to_import:
-        after = module.code_for_node(module.body[index - 1]) if index > 0 else None
-        # which of the statements with that text it is (the same line may stand twice)
-        occurrence = sum(module.code_for_node(stmt) == after for stmt in module.body[:index]) if after else 1
-        new_module = insert_imports(new_module, to_import, after, occurrence)
-        line = positions.get(id(anchor[0]), positions.get(id(module.body[index - 1]), (1,)))[0] if anchor else 1
-        # (the line of the statement they follow)
-        for name in to_import:
-            records.append(
-                Record(
-                    line,
-                    1,
-                    line,
-                    1,
-                    CODES["import"],
-                    "fix",
-                    OPERATION["import"],
-                    f"add import {name}",
-                    "builtin",
-                    api=name,
-                    new=f"import {name}",
-                )
-            )
-    return new_module
-
-
-def _prune(
-    module: cst.Module,
-    new_module: cst.Module,
-    bindings: Bindings,
-    unused: set[str],
-    positions: dict[int, tuple[int, int, int, int]],
-    records: list[Record],
-) -> cst.Module:
-    """The converted module without the imports nothing uses any more (and ``import torch.cuda``
-    where torch.cuda's APIs were replaced); a record on each original import is appended."""
-    replace_torch_cuda = any(r.is_change and r.api.startswith("torch.cuda") for r in records)
-    if unused or (replace_torch_cuda and imports_torch_cuda(bindings)):  # else the pruner has nothing to remove
-        pruner = ImportPruner(unused, bindings, replace_torch_cuda)
-        new_module = new_module.visit(pruner)
-        if pruner.removed:
-            # the same decisions, replayed on the original statements to place one record on each
-            replay = ImportPruner(unused, bindings, replace_torch_cuda)
-            notes = [(n, replay.notes_for(n)) for n in bindings.import_nodes]
-            notes = [(n, found) for n, found in notes if found]
-            for node, found in notes:
-                span = positions.get(id(node), (1, 1, 1, 1))
-                records.append(
-                    Record(
-                        *span,
-                        code=CODES["import"],
-                        level="fix",
-                        operation=OPERATION["import"],
-                        message="remove import of the old namespace: " + "; ".join(found),
-                        rule="builtin",
-                        old=first_line(module.code_for_node(node)),
-                    )
-                )
-    return new_module
-
-
-def _placed(record: Record, span: tuple[int, int, int, int], old: str) -> Record:
-    line, col, end_line, end_col = span
-    return dataclasses.replace(record, line=line, col=col, end_line=end_line, end_col=end_col, old=old)
 
 
 def _used_in_folds(unused: set[str], skel: Skeleton) -> bool:
