@@ -178,7 +178,10 @@ def install() -> None:
         library.impl(op, cell, "PrivateUse1")
     # Tensor.record_stream: the allocator of a device keeps the memory until the stream's work is done
     # (op-plugin's record_stream); on the CPU every stream's work is done at once, so nothing is kept
-    library.impl(aten.record_stream.default, _record_stream, "PrivateUse1")
+    # (where the backing has a kernel of its own, identity.py gave the NPU that one already: a GPU's
+    # record_stream; torch refuses a second kernel from Python for the same key, seen on an H200)
+    if "aten/record_stream/PrivateUse1" not in getattr(torch.library, "_impls", ()):
+        library.impl(aten.record_stream.default, _record_stream, "PrivateUse1")
     _LIBRARIES.append(library)
 
 
