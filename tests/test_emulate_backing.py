@@ -68,3 +68,12 @@ def test_the_cuda_backing_without_device_identity_is_refused_in_one_line(tmp_pat
     assert proc.stderr.strip().splitlines() == [
         "transplant emulate: error: --backing cuda needs device identity: drop --no-device-identity (or use --backing cpu)"
     ]
+
+
+def test_the_zero_edit_path_is_refused_on_the_cuda_backing_in_one_line(tmp_path):
+    (tmp_path / "noop.py").write_text("print('ran')\n")
+    proc = emulate(["--backing", "cuda", "--transfer-to-npu", "noop.py"], tmp_path)
+    assert proc.returncode != 0 and "ran" not in proc.stdout
+    assert proc.stderr.strip().splitlines() == [
+        "transplant emulate: error: --transfer-to-npu runs on the CPU backing only: drop --backing cuda"
+    ]

@@ -197,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
             # and the autograd engine then fails every backward pass on GPU tensors (an internal
             # assertion on streams, with or without a device guard for npu; seen on an H200 with torch 2.11)
             return _fail("--backing cuda needs device identity: drop --no-device-identity (or use --backing cpu)")
+        if args.transfer_to_npu:
+            # on a GPU the emulated torch_npu.npu is made of torch.cuda's own functions, which the
+            # migration would put in place of themselves (recursion, seen on an H200)
+            return _fail("--transfer-to-npu runs on the CPU backing only: drop --backing cuda")
         import torch
 
         if not torch.cuda.is_available():

@@ -167,9 +167,13 @@ _CELLS = {aten.lstm_cell.default: _lstm_cell, aten.gru_cell.default: _gru_cell}
 _LIBRARIES: list = []
 
 
-def install() -> None:
+def install(whole: bool = True) -> None:
+    """Register the kernels. ``whole``: also the operators run whole on the backing with its own
+    autograd (OPERATORS). Not on a GPU: a backward pass nested in an NPU tensor's backward fails in
+    the autograd engine there (its streams; seen on an H200, torch 2.11), and the GPU has the fused
+    recurrent kernels the CPU lacks (identity.py gives the NPU the backing's own kernels)."""
     library = torch.library.Library("aten", "IMPL")
-    for op in OPERATORS:
+    for op in OPERATORS if whole else ():
         kernel = _bind(op)
         library.impl(op, kernel, "AutogradPrivateUse1")
         library.impl(op, kernel, "PrivateUse1")

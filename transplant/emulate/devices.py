@@ -199,7 +199,7 @@ def install(backing: Backing) -> None:
         from . import composites, identity
 
         identity.install(backing.device())
-        composites.install()  # LSTM, GRU, their cells, attention: as the backing runs them
+        composites.install(whole=backing.kind == "cpu")  # LSTM, GRU, their cells, attention: as the backing runs them
     else:
         _methods(backing)
     _amp(backing)
