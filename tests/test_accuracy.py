@@ -88,6 +88,15 @@ def test_the_trees_differ_by_the_conversion_alone(rules):
     )  # the instrumentation is the same in both
 
 
+def test_the_instrumentation_does_not_read_as_a_test_for_npu():
+    """The converted tree is made from the instrumented copy: code that read as the project's own
+    test for NPU would keep the project's CUDA flags as CUDA tests (engine/npu_aware.py)."""
+    from transplant.engine.npu_aware import NPU_TEST_BYTES
+
+    done = instrument((FIXTURES / "accuracy" / "ranks" / "train.py").read_bytes())
+    assert b"accuracy_where" in done.source and NPU_TEST_BYTES.search(done.source) is None
+
+
 def test_the_instrumentation_is_where_the_issue_says():
     text = (EXPECTED / "bench" / "train.py").read_text()
     lines = text.splitlines()

@@ -74,7 +74,7 @@ def where(function: str) -> str:
         '    """accuracy mode: where this run computed, for `transplant compare`."""\n'
         '    torch_ = sys.modules.get("torch")\n'
         "    used = {}\n"
-        '    for kind in ("npu", "cuda"):\n'
+        '    for kind in ("cuda", "npu"):\n'  # (no `in ("npu"`: the converter would read a test for NPU)
         "        try:\n"
         "            device = getattr(torch_, kind)\n"
         "            used[kind] = bool(device.is_available() and device.max_memory_allocated() > 0)\n"
