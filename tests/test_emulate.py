@@ -254,8 +254,9 @@ def test_npu_is_not_a_device_before_import_torch_npu(tmp_path):
 
 
 def _route_only(name: str) -> bool:
-    """Names only suggestions give: torch_npu's fused operators and its graph-mode compiler."""
-    return name.startswith(("torch_npu.npu_", "torch_npu.dynamo."))
+    """Names only suggestions give: torch_npu's fused operators, its contrib kernels (the routes of
+    the deprecated APIs, rules/modernize.json) and its graph-mode compiler."""
+    return name.startswith(("torch_npu.npu_", "torch_npu.dynamo.", "torch_npu.contrib."))
 
 
 def test_every_name_the_rules_emit_is_emulated_or_listed(tmp_path):
