@@ -335,3 +335,12 @@ def test_cuda_branch_of_code_that_gives_npu_its_own_path_is_a_note():
         assert f"the if at line {at} gives NPU its own path" in levels[line][1]
     # a CUDA test is no NPU path: the library is what an NPU runs there
     assert levels[26][0] == "error" and levels[27][0] == "error"
+
+
+def test_the_project_scan_reads_every_file_the_new_scans_need():
+    """project.STATIC_WORDS decides which files the project scan reads at all: the words of the
+    scans kept in their own modules (which that package cannot import) must be among them."""
+    from transplant.project import STATIC_WORDS, frameworks, installs
+
+    assert set(frameworks.WORDS) <= set(STATIC_WORDS)
+    assert set(installs.WORDS) <= set(STATIC_WORDS)
