@@ -14,6 +14,7 @@ from test_invariant import SOURCES
 from conftest import FIXTURES
 from transplant.engine import convert
 from transplant.engine.device_names import DEVICE_TYPES
+from transplant.project.pynames import dotted
 from transplant.records import CODES
 
 PATH = CODES["path"]
@@ -39,13 +40,7 @@ def _converted(path: Path):
 
 
 def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return ""
+    return ".".join(dotted(node) or ())
 
 
 def _calls(node: ast.AST, prefix: str) -> list[ast.Call]:

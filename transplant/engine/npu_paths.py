@@ -21,6 +21,7 @@ import bisect
 import dataclasses
 import re
 
+from ..project.pynames import dotted
 from ..records import CODES, OPERATION, Record
 
 # change records that may be part of a device (or backend: "nccl" -> "hccl") test
@@ -30,17 +31,6 @@ PATH_CODE = CODES["path"]
 TEST_LINE = re.compile(rb"\b(?:if|elif|while|assert)\b")
 MAX_CALLS = 4
 COLLECTION_MESSAGE = "device names: 'npu' accepted beside 'cuda'"
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _negated(test: ast.expr) -> bool:
@@ -57,7 +47,7 @@ def _calls(nodes: list[ast.stmt] | list[ast.expr]) -> str:
     for top in nodes:
         for node in ast.walk(top):
             if isinstance(node, ast.Call):
-                name = _dotted(node.func)
+                name = ".".join(dotted(node.func) or ())
                 if name and name not in names:
                     names.append(name)
     if not names:
