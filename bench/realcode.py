@@ -43,16 +43,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from coldstart import SMALL  # noqa: E402  (the same small CUDA file as the cold-start bench)
 from corpus import export, git_dir  # noqa: E402
 from dense import dense_file  # noqa: E402
 
 WORK = HERE / "out" / "realcode"
-SMALL = """import torch
-model = torch.nn.Linear(4, 4).cuda()
-x = torch.randn(2, 4, device="cuda")
-torch.cuda.synchronize()
-print(model(x).sum().item())
-"""
 UTIL = """import torch
 
 

@@ -30,7 +30,7 @@ ROOT = HERE.parent
 OUT = HERE / "out" / "zero_edit"
 sys.path.insert(0, str(HERE))
 
-from corpus import export, git_dir  # noqa: E402
+from corpus import convert, export, git_dir  # noqa: E402
 
 # name, where the project comes from (a folder of this repository, or a pinned corpus repository),
 # the folder the program runs in, its command line, and what it prints that must match
@@ -162,12 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             (original / program["text"]).write_text(text())
         for script in program.get("prepare", []):
             subprocess.run([python, script], cwd=original, check=True, capture_output=True)
-        subprocess.run(
-            [python, "-m", "transplant", "-i", str(original), "-o", str(work), "--force", "-q"],
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            check=True,
-        )
-        converted = work / "original_msft"
+        _secs, status = convert(original, work / "converted")  # (this checkout's transplant, as corpus.py runs it)
+        if status != 0:
+            raise SystemExit(f"{program['name']}: the conversion failed (status {status})")
+        converted = work / "converted" / "original_msft"
         pattern, prog = program["numbers"], program["argv"]
         extra = program.get("pythonpath")
 
