@@ -187,3 +187,26 @@ def test_codes_are_listed_in_the_docs():
     readme = (REPO / "docs" / "reports.md").read_text(encoding="utf-8")
     for code in ("TP240", "TP241", "TP242", "TP243"):
         assert f"| {code} |" in readme
+
+
+def test_a_function_that_branches_on_the_device_inside_is_no_predicate():
+    """``smooth`` tests the device inside and returns a tensor: its result is no flag, and the call
+    that passes it a tensor gets no row; ``use_kernel`` answers the device test itself, so a flag
+    set from it chooses the kernel like the test would."""
+    kernel = "import torch\nimport triton\n\n\ndef _fast(x):\n    return triton.cdiv(x, 2)\n\n\n"
+    smooth = (
+        "def smooth(x):\n    out = None\n    if x.is_cuda:\n        out = _fast(x)\n"
+        "    if out is None:\n        out = x * 2\n    return out\n\n\n"
+        "def run(w):\n    w = smooth(w)\n    return w\n"
+    )
+    new, conv = run(kernel + smooth)
+    assert "    if x.is_cuda:\n" in new
+    assert codes(conv) == [(11, "TP240")]
+    assert not any("flag" in r.message for r in conv.findings)
+    predicate = (
+        "def use_kernel(x):\n    if x.is_cuda:\n        return True\n    return False\n\n\n"
+        "def run(w):\n    fast = use_kernel(w)\n    if fast:\n        return _fast(w)\n    return w\n"
+    )
+    new, conv = run(kernel + predicate)
+    assert "    fast = use_kernel(w)\n" in new and "    if x.is_cuda:\n" in new
+    assert any("flag `fast` kept as the CUDA test" in r.message for r in conv.findings)

@@ -88,10 +88,13 @@ class Sites:
                 and self.may(stmt)
             ):
                 continue
+            # its answer: what it returns, and the tests of branches that return a constant
+            # (``if x.is_cuda: return True``); a function that only branches on the device inside
+            # (``if x.is_cuda: y = kernel(x)`` ... ``return y``) is no predicate, its result no flag
             tests = [
                 n.test if isinstance(n, ast.If) else n.value
                 for n in ast.walk(stmt)
-                if isinstance(n, (ast.If, ast.Return))
+                if isinstance(n, ast.Return) or isinstance(n, ast.If) and _answers(n)
             ]
             found = [t for t in tests if t is not None and self.signs(t)]
             if found:
@@ -339,6 +342,14 @@ class Sites:
             for t in self.predicates.get(n.func.id, [])
         ]
         self.kept.append(Kept(node, kind, reasons, flag, also, region))
+
+
+def _answers(stmt: ast.If) -> bool:
+    """Does a branch of ``stmt`` return a constant (True, False, None, a number or a string)?"""
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Constant)
+        for n in (*stmt.body, *stmt.orelse)
+    )
 
 
 def _off_targets(body: list[ast.stmt]) -> list[ast.expr]:
