@@ -346,10 +346,7 @@ class Sites:
 
 def _answers(stmt: ast.If) -> bool:
     """Does a branch of ``stmt`` return a constant (True, False, None, a number or a string)?"""
-    return any(
-        isinstance(n, ast.Return) and isinstance(n.value, ast.Constant)
-        for n in (*stmt.body, *stmt.orelse)
-    )
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) for n in (*stmt.body, *stmt.orelse))
 
 
 def _off_targets(body: list[ast.stmt]) -> list[ast.expr]:
