@@ -13,7 +13,7 @@ from test_fixtures import options_of
 from test_invariant import SOURCES
 from conftest import FIXTURES
 from transplant.engine import convert
-from transplant.engine.device_names import DEVICE_TYPES
+from transplant.engine.device_names import BACKEND_NAMES, DEVICE_TYPES
 from transplant.project.pynames import dotted
 from transplant.records import CODES
 
@@ -118,7 +118,7 @@ def _names(node: ast.AST) -> list[str] | None:
     if not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or len(node.elts) < 2:
         return None
     values = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    if len(values) != len(node.elts) or not all(v in DEVICE_TYPES for v in values):
+    if len(values) != len(node.elts) or not all(v in DEVICE_TYPES or v in BACKEND_NAMES for v in values):
         return None
     return values
 

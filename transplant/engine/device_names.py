@@ -1,7 +1,7 @@
 """Collections of accepted device names gain "npu" and keep "cuda" (issue 31, mechanism 3).
 
 Owns, before the traversal, which list, tuple or set literals of bare device type names
-(``("cpu", "cuda", "mps")``) are sets of *accepted* names rather than devices to use, and the
+(``("cpu", "cuda", "mps")``, or backends such as ``["cuda", "rocm"]``) are sets of *accepted* names rather than devices to use, and the
 rewrite that adds ``"npu"`` right after ``"cuda"`` in them. Renaming "cuda" there would make every
 config, checkpoint and command line that says ``device: cuda`` fail the validation.
 
@@ -31,8 +31,11 @@ CollectionT = TypeVar("CollectionT", cst.List, cst.Tuple, cst.Set)
 
 # bare device type names (torch.device's types and the common third-party ones)
 DEVICE_TYPES = frozenset({"cpu", "cuda", "npu", "mps", "xpu", "hpu", "xla", "meta", "ipu", "mtia", "vulkan", "tpu"})
+# names of backends that projects accept beside "cuda" without being torch device types
+# (``--gpu_arch_type`` with ``choices=["cuda", "rocm"]``): the same sets of accepted names
+BACKEND_NAMES = frozenset({"rocm", "hip", "gpu", "musa", "mlu"})
 # "cuda" beside another device name in a collection: the one gate of the libcst pass (cheap bytes search)
-_OTHER = rb"""['"](?:cpu|mps|xpu|hpu|xla|meta|ipu|mtia|vulkan|tpu)['"]"""
+_OTHER = rb"""['"](?:cpu|mps|xpu|hpu|xla|meta|ipu|mtia|vulkan|tpu|rocm|hip|gpu|musa|mlu)['"]"""
 GATE = re.compile(_OTHER + rb"""\s*,\s*['"]cuda['"]|['"]cuda['"]\s*,\s*""" + _OTHER)
 MESSAGE = "device names: 'npu' accepted beside 'cuda' (the collection still accepts 'cuda')"
 
@@ -47,7 +50,7 @@ def names_of(node: cst.CSTNode) -> list[str] | None:
         value = (
             string_value(el.value) if isinstance(el, cst.Element) and isinstance(el.value, cst.SimpleString) else None
         )
-        if value is None or value not in DEVICE_TYPES:
+        if value is None or value not in DEVICE_TYPES and value not in BACKEND_NAMES:
             return None
         names.append(value)
     if "cuda" not in names or "npu" in names:
