@@ -267,3 +267,23 @@ def test_twins_are_found_by_name_in_the_same_folder():
     paths = ["a/nccl_engine.py", "a/hccl_engine.py", "t/test_on_gpu.py", "t/test_on_npu.py", "b/nccl_engine.py"]
     paths += ["x/cuda_utils.py", "y/npu_utils.py", "nccl.py"]  # another folder, no twin: not twins
     assert twins(paths) == (("a/nccl_engine.py", "a/hccl_engine.py"), ("t/test_on_gpu.py", "t/test_on_npu.py"))
+
+
+def test_other_backends_beside_the_npu_file_are_twins_too():
+    """DeepSpeed-like accelerators: one module per backend in one folder; those of other backends are
+    what their hosts run, kept with a note that names the backend."""
+    from transplant.formats.python import twin_note
+    from transplant.project.twins import twins
+
+    folder = ["acc/cuda_accelerator.py", "acc/npu_accelerator.py", "acc/hpu_accelerator.py", "acc/CPU_accelerator.py"]
+    paths = [*folder, "acc/real_accelerator.py", "m/cpu_utils.py", "m/gpu_utils.py", "k/xpu_ops.py", "k/npu_ops.py"]
+    # CPU_accelerator.py's twin would be NPU_accelerator.py (the case kept), absent; m/ has no NPU file
+    assert twins(paths) == (
+        ("acc/cuda_accelerator.py", "acc/npu_accelerator.py"),
+        ("acc/hpu_accelerator.py", "acc/npu_accelerator.py"),
+        ("k/xpu_ops.py", "k/npu_ops.py"),
+    )
+    hpu = twin_note("acc/npu_accelerator.py", "acc/hpu_accelerator.py").message
+    assert "the HPU version beside acc/npu_accelerator.py" in hpu
+    cuda = twin_note("acc/npu_accelerator.py", "acc/cuda_accelerator.py").message
+    assert cuda.startswith("kept as it is: the CUDA version of acc/npu_accelerator.py")

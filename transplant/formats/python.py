@@ -23,7 +23,7 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
     rules, facts = session.rules, session.facts
     twin = facts.twin_of(path.replace("\\", "/")) if facts.twins else ""
     if twin:  # nccl_engine.py beside the project's own hccl_engine.py: the CUDA version stays
-        return Conversion(None, [twin_note(twin)])
+        return Conversion(None, [twin_note(twin, path)])
     provided, resolved = facts.star_names(path)
     if not session.prefilter or provided or rules.may_match(data):
         from ..engine import StarNames, convert as convert_source  # libcst loads once a file needs parsing
@@ -59,17 +59,18 @@ def _library_context(data: bytes, conv: Conversion, session: Session) -> Convers
     return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built))
 
 
-def twin_note(twin: str) -> Record:
-    return Record(
-        1,
-        1,
-        1,
-        1,
-        CODES["note"],
-        "note",
-        "",
-        f"kept as it is: the CUDA version of {twin}, the project's own NPU version of this file "
-        "(an NPU run uses that one; converting this one would take the CUDA path away)",
-        "builtin",
-        api="cuda",
-    )
+def twin_note(twin: str, path: str = "") -> Record:
+    from ..project.twins import backend
+
+    word = backend(path) if path else "CUDA"
+    if word in ("CUDA", "NCCL", "GPU", ""):
+        message = (
+            f"kept as it is: the CUDA version of {twin}, the project's own NPU version of this file "
+            "(an NPU run uses that one; converting this one would take the CUDA path away)"
+        )
+    else:
+        message = (
+            f"kept as it is: the {word} version beside {twin}, the project's own NPU version of this file "
+            f"(what {word} hosts run; an NPU run uses the NPU one)"
+        )
+    return Record(1, 1, 1, 1, CODES["note"], "note", "", message, "builtin", api="cuda")

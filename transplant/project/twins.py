@@ -6,15 +6,18 @@ beside ``hccl_checkpoint_engine.py``, ``test_correctness_on_gpu.py`` beside
 worse NPU version and takes the CUDA path away. Owns finding, from the project's file names alone,
 each Python file whose name with its backend word swapped (``nccl``/``hccl``, ``cuda``/``npu``,
 ``gpu``/``npu``) is another file of the same folder; formats/python.py keeps such a file as it is
-with one note.
+with one note. Other backends' files beside the NPU one (``cpu_accelerator.py``,
+``hpu_accelerator.py`` and ``npu_accelerator.py`` in one folder) are what those hosts run: kept
+the same way.
 """
 
 from __future__ import annotations
 
 import re
 
-_WORD = re.compile(r"(?<![a-z])(nccl|cuda|gpu)(?![a-z])", re.IGNORECASE)
-_TWIN = {"nccl": "hccl", "cuda": "npu", "gpu": "npu"}
+_OTHERS = ("cpu", "hpu", "mps", "xpu", "rocm", "hip", "mlu", "musa", "xla", "tpu")
+_WORD = re.compile(r"(?<![a-z])(nccl|cuda|gpu|%s)(?![a-z])" % "|".join(_OTHERS), re.IGNORECASE)
+_TWIN = {"nccl": "hccl", "cuda": "npu", "gpu": "npu", **{word: "npu" for word in _OTHERS}}
 
 
 def twins(paths: list[str]) -> tuple[tuple[str, str], ...]:
@@ -30,6 +33,12 @@ def twins(paths: list[str]) -> tuple[tuple[str, str], ...]:
         if other != rel and other in present:
             found.append((rel, other))
     return tuple(sorted(found))
+
+
+def backend(path: str) -> str:
+    """The backend word of a twin's file name, upper-case ("CUDA", "NCCL", "HPU"), or ""."""
+    found = _WORD.search(path.rpartition("/")[2])
+    return found.group(1).upper() if found else ""
 
 
 def _swap(word: str) -> str:
