@@ -287,3 +287,19 @@ def test_other_backends_beside_the_npu_file_are_twins_too():
     assert "the HPU version beside acc/npu_accelerator.py" in hpu
     cuda = twin_note("acc/npu_accelerator.py", "acc/cuda_accelerator.py").message
     assert cuda.startswith("kept as it is: the CUDA version of acc/npu_accelerator.py")
+
+
+def test_a_table_of_backend_names_that_lists_hccl_keeps_its_nccl_entry():
+    from conftest import cached_ruleset
+
+    table = "import torch.distributed as dist\n\nNCCL_BACKEND = 'nccl'\nHCCL_BACKEND: str = 'hccl'\nGLOO_BACKEND = 'gloo'\n\n\n"
+    use = "def init(backend=NCCL_BACKEND):\n    if backend == NCCL_BACKEND:\n        dist.init_process_group('nccl')\n"
+    conv = convert((table + use).encode(), cached_ruleset())
+    new = conv.new.decode()
+    assert "NCCL_BACKEND = 'nccl'\n" in new and "dist.init_process_group('hccl')" in new
+    notes = [r for r in conv.findings if r.line == 3]
+    assert [r.level for r in notes] == ["note"] and "lists HCCL's already" in notes[0].message
+    # look-alikes: no HCCL entry (the constant is the backend used), or "hccl" only inside a function
+    for other in ("", "def f():\n    HCCL = 'hccl'\n    return HCCL\n\n\n"):
+        source = "import torch.distributed as dist\nNCCL_BACKEND = 'nccl'\n" + other + use
+        assert "\nNCCL_BACKEND = 'hccl'\n" in convert(source.encode(), cached_ruleset()).new.decode()

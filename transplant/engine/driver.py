@@ -28,6 +28,7 @@ from .imports import (
     imports_module,
     pruned_aliases,
 )
+from .backend_tables import backend_table_keeps
 from .device_names import accepted_names, registry_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
@@ -193,6 +194,8 @@ def _regions(
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():
         kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
+    for node_id, why in backend_table_keeps(module, text).items():
+        kept.setdefault(node_id, why)  # NCCL_BACKEND = "nccl" beside HCCL_BACKEND = "hccl"
     convert_strings, keep_strings = families_result(families)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)
