@@ -303,3 +303,26 @@ def test_a_table_of_backend_names_that_lists_hccl_keeps_its_nccl_entry():
     for other in ("", "def f():\n    HCCL = 'hccl'\n    return HCCL\n\n\n"):
         source = "import torch.distributed as dist\nNCCL_BACKEND = 'nccl'\n" + other + use
         assert "\nNCCL_BACKEND = 'hccl'\n" in convert(source.encode(), cached_ruleset()).new.decode()
+
+
+def test_a_simulators_own_settings_keep_their_cuda_device():
+    """A config class named for Isaac Lab keeps the simulator's "cuda:0" (and so does a sim_device
+    anywhere), with a note; the policy's device, and the same field in another class, convert."""
+    from conftest import cached_ruleset
+
+    source = (
+        "from dataclasses import dataclass\n\nimport torch\n\n\n@dataclass\nclass IsaacLabTaskConfig:\n"
+        '    task: str = "lift"\n    device: str | None = "cuda:0"\n    sim_physics_device: str = "cuda"\n'
+        '    policy_device: str = "cuda"\n\n\n@dataclass\nclass TrainConfig:\n    device: str = "cuda"\n\n\n'
+        'def make_env(name, sim_device="cuda:0", rl_device="cuda:0"):\n'
+        '    return torch.zeros(1, device=rl_device), make(name, sim_device="cuda:1")\n'
+    )
+    conv = convert(source.encode(), cached_ruleset())
+    new = conv.new.decode()
+    for kept in ('device: str | None = "cuda:0"', 'sim_physics_device: str = "cuda"', 'sim_device="cuda:0"'):
+        assert kept in new
+    assert 'sim_device="cuda:1"' in new
+    for converted in ('policy_device: str = "npu"', '    device: str = "npu"\n', 'rl_device="npu:0"'):
+        assert converted in new
+    notes = sorted(r.line for r in conv.findings if "simulator's own settings" in r.message)
+    assert notes == [9, 10, 19]  # make(sim_device=...) of an unknown callee: nothing would change it

@@ -30,6 +30,7 @@ from .imports import (
 )
 from .backend_tables import backend_table_keeps
 from .device_names import accepted_names, registry_keeps
+from .simulators import simulator_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
@@ -196,6 +197,8 @@ def _regions(
         kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
     for node_id, why in backend_table_keeps(module, text).items():
         kept.setdefault(node_id, why)  # NCCL_BACKEND = "nccl" beside HCCL_BACKEND = "hccl"
+    for node_id, why in simulator_keeps(module, text, rules).items():
+        kept.setdefault(node_id, why)  # class IsaacLabEnvConfig: device = "cuda:0" (the simulator's GPU)
     convert_strings, keep_strings = families_result(families)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)
