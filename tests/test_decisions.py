@@ -267,3 +267,110 @@ def test_twins_are_found_by_name_in_the_same_folder():
     paths = ["a/nccl_engine.py", "a/hccl_engine.py", "t/test_on_gpu.py", "t/test_on_npu.py", "b/nccl_engine.py"]
     paths += ["x/cuda_utils.py", "y/npu_utils.py", "nccl.py"]  # another folder, no twin: not twins
     assert twins(paths) == (("a/nccl_engine.py", "a/hccl_engine.py"), ("t/test_on_gpu.py", "t/test_on_npu.py"))
+
+
+# ---- a project that already runs on NPU and ROCm (tests/fixtures/projects/multibackend): its
+# multi-backend helpers stay as they are, the places with no NPU path convert (issue 31, mechanism 6)
+
+MULTI = FIXTURES / "projects" / "multibackend"
+
+
+@pytest.fixture(scope="module")
+def multibackend_result(tmp_path_factory) -> Path:
+    from test_project import convert_project
+
+    return convert_project(MULTI, tmp_path_factory.mktemp("multibackend"))
+
+
+def test_the_multi_backend_project_converts_to_its_golden_tree(multibackend_result: Path):
+    from goldens import check_text, check_tree
+
+    check_tree(FIXTURES / "projects" / "multibackend_msft", multibackend_result, ignore=REPORTS)
+    check_text(FIXTURES / "reports" / "multibackend_unsupported.tsv", _sheet_tsv(multibackend_result, "Unsupported"))
+    check_text(FIXTURES / "reports" / "multibackend_paths.tsv", _sheet_tsv(multibackend_result, "NPU paths"))
+
+
+def test_the_helpers_of_a_project_on_npu_stay(multibackend_result: Path):
+    for name in ("pkg/device.py", "pkg/engines/nccl_engine.py", "pkg/engines/hccl_engine.py"):
+        assert (multibackend_result / name).read_bytes() == (MULTI / name).read_bytes(), name
+    memory = (multibackend_result / "pkg" / "memory.py").read_text()
+    # the allocator call under the project's own CUDA flag stays; the cache calls with no NPU path convert
+    assert "    if is_cuda_available:\n        torch.cuda.memory._set_allocator_settings(" in memory
+    assert "torch_npu.npu.empty_cache()" in memory and "torch_npu.npu.synchronize()" in memory
+    train = (multibackend_result / "train.py").read_text()
+    assert 'if batch.device.type == "cuda":\n        torch.cuda.synchronize()' in train
+    assert "torch_npu.npu.max_memory_allocated()" in train
+    notes = _sheet_tsv(multibackend_result, "Unsupported")
+    # both CUDA_VISIBLE_DEVICES, and torch.cuda chosen beside torch.npu: notes, not errors
+    assert notes.count("a helper that already chooses among backends") == 3
+    assert "\terror\t" not in notes and "\twarning\t" not in notes
+
+
+LOOK_ALIKE_DEVICE = """import os
+
+import torch
+
+is_cuda_available = torch.cuda.is_available()
+IS_ROCM = torch.version.hip is not None
+
+
+def visible_devices_variable():
+    if IS_ROCM:
+        return "HIP_VISIBLE_DEVICES"
+    return "CUDA_VISIBLE_DEVICES"
+
+
+def pin_visible(devices):
+    hip = os.environ.pop("HIP_VISIBLE_DEVICES", None)
+    if hip is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = hip
+    os.environ[visible_devices_variable()] = devices
+"""
+
+
+def test_the_same_code_converts_in_a_project_without_npu(tmp_path: Path):
+    """The look-alike: the same helpers for CUDA and ROCm, and no sign that the project runs on NPU."""
+    import shutil
+
+    from test_project import convert_project
+
+    src = tmp_path / "plain"
+    shutil.copytree(MULTI, src)
+    (src / "pkg" / "device.py").write_text(LOOK_ALIKE_DEVICE)
+    result = convert_project(src, tmp_path / "out")
+    device = (result / "pkg" / "device.py").read_text()
+    assert device.count('"ASCEND_RT_VISIBLE_DEVICES"') == 2 and "CUDA_VISIBLE_DEVICES" not in device
+    memory = (result / "pkg" / "memory.py").read_text()
+    assert "torch_npu.npu.memory._set_allocator_settings(" in memory
+    assert 'if batch.device.type == "npu":' in (result / "train.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        (b"try:\n    import torch_npu\nexcept ImportError:\n    pass\n", 2),
+        (b"try:  # optional\n\n    import torch_npu  # noqa\nexcept ImportError:\n    pass\n", 3),
+        (b"import importlib.util\nok = importlib.util.find_spec('torch_npu') is not None\n", 2),
+        (b"def is_torch_npu_available(check_device=True):\n    return False\n", 1),
+        (b'name = "ASCEND_RT_VISIBLE_DEVICES" if npu else "CUDA_VISIBLE_DEVICES"\n', 1),
+        (b"import torch_npu\n", None),  # a file written for NPU only says nothing about the project
+        (b"# try:\n#     import torch_npu\nx = 'npu_like'\n", None),
+        (b"def is_npu(x):\n    return x\n", None),
+    ],
+)
+def test_the_signs_that_a_project_runs_on_npu(source: bytes, found: int | None):
+    from transplant.project.npu_support import python_evidence
+
+    got = python_evidence(source)
+    assert (got[0] if got else None) == found
+
+
+def test_npu_requirements_are_a_sign_and_commented_ones_are_not():
+    from transplant.project.npu_support import requirement_evidence
+
+    assert requirement_evidence("requirements-npu.txt", b"torch==2.6\ntorch-npu==2.6.0\n") == (
+        2,
+        "ships NPU requirements (torch_npu)",
+    )
+    assert requirement_evidence("pyproject.toml", b'npu = ["torch_npu>=2.6"]\n') is not None
+    assert requirement_evidence("requirements.txt", b"# torch_npu on Ascend hosts\nnpu-smi-tools\n") is None

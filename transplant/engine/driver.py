@@ -31,6 +31,7 @@ from .imports import (
 from .device_names import accepted_names, registry_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
+from .multi_backend import OTHER_BYTES, helper_regions
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
 from .phases import timed
@@ -118,6 +119,8 @@ def _convert_source(
     # in a file that names an NPU device, no statement that names NPU is folded: what already
     # handles NPU (npu_aware.py, device_sets.py) often holds no CUDA word, and the analyses must see it
     keep_words = NPU_WORD_BYTES if NPU_STRING_BYTES.search(source) else None
+    if facts.npu_support and OTHER_BYTES.search(source):  # the words of multi-backend helpers (multi_backend.py)
+        keep_words = OTHER_BYTES
     skel = timed("skeleton", skeleton, source, rules, keep_words) if not stars.provided else None
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
@@ -181,13 +184,15 @@ def _regions(
     says of it (its NPU registries, the values its scripts pass)."""
     whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
     text = whole if whole is not None else module.bytes  # (module.bytes generates the code: once)
-    finder = kept_finder(text)
+    finder = kept_finder(text, bool(project.npu_support))
     collector = own_attribute_collector(module, text, rules.rename_attribute)
     families = families_finder(text)
     visitors = [v for v in (finder, collector, families) if v is not None]
     if visitors:
         walk(module, visitors)
     npu_kept, quiet = kept_result(finder, module)  # code that already handles NPU
+    for node_id, why in helper_regions(module, text, project.npu_support).items():
+        npu_kept.setdefault(node_id, why)  # multi-backend helpers of a project that runs on NPU
     kept = dict(npu_kept)
     for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute

@@ -52,6 +52,9 @@ MATCH = "a case for another device of a match that already handles NPU"
 COLLECTION = "a collection that already names NPU (no entry is duplicated)"
 SIBLING = "a CUDA call beside an if that handles NPU itself"
 TEST = "a 'cuda' test in a file that already tells NPU from CUDA: it means CUDA"
+PROJECT_TEST = (
+    "a 'cuda' test in a project that already runs on NPU (its device helpers tell NPU from CUDA): it means CUDA"
+)
 
 
 def _npu_string(node: cst.CSTNode) -> bool:
@@ -85,8 +88,9 @@ def names_npu(node: cst.CSTNode) -> bool:
 
 
 class _Finder(cst.CSTVisitor):
-    def __init__(self, aware: bool) -> None:
+    def __init__(self, aware: bool, project: bool = False) -> None:
         self.aware = aware  # the file tests for NPU somewhere: its "cuda" tests mean CUDA
+        self.project = project  # the project runs on NPU (project/npu_support.py): so do they
         self._tests: list[tuple[cst.CSTNode, bool]] = []  # "cuda" tests, kept if the file is aware
         # what to keep, in the order asked: (subtree, why, quiet); marked() marks every node once
         self._regions: list[tuple[cst.CSTNode, str, bool]] = []
@@ -262,18 +266,21 @@ def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[i
     return kept_result(finder, module)
 
 
-def kept_finder(text: bytes) -> _Finder | None:
-    """The visitor of kept_regions, for a walk shared with other analyses (None: nothing to find)."""
+def kept_finder(text: bytes, project_npu: bool = False) -> _Finder | None:
+    """The visitor of kept_regions, for a walk shared with other analyses (None: nothing to find).
+    ``project_npu``: the project already runs on NPU (project/npu_support.py): its device helpers
+    tell NPU from CUDA for every file, so a "cuda" test means CUDA in each of them."""
     if NPU_WORD_BYTES.search(text) is None:  # ("inputs" is no NPU word)
-        return None
-    return _Finder(NPU_TEST_BYTES.search(text) is not None)
+        return _Finder(False, True) if project_npu and b"cuda" in text else None
+    return _Finder(NPU_TEST_BYTES.search(text) is not None, project_npu)
 
 
 def kept_result(finder: _Finder | None, module: cst.Module) -> tuple[dict[int, str], set[int]]:
     """kept_regions' result once ``finder`` has walked ``module``."""
     if finder is None:
         return {}, set()
-    if finder.aware:
+    if finder.aware or finder.project:
+        why = TEST if finder.aware else PROJECT_TEST
         for node, quiet in finder._tests:
-            finder._keep(node, TEST, quiet=quiet)
+            finder._keep(node, why, quiet=quiet)
     return finder.marked(module)

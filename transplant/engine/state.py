@@ -16,6 +16,7 @@ from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
+from .multi_backend import HELPER
 
 
 _C = TypeVar("_C", cst.List, cst.Tuple, cst.Set)
@@ -129,6 +130,9 @@ class State(cst.CSTTransformer):
             if not (kind == "device" and id(anchor) in self.kept_quiet):
                 self._kept_note(anchor, message, api)
             return False
+        if level in ("error", "warning") and self.kept.get(id(anchor), "").startswith(HELPER):
+            level = "note"  # the CUDA arm of a multi-backend helper: what CUDA hosts run (multi_backend.py)
+            message = f"{message}; kept as it is: {self.kept[id(anchor)]}"
         code = CODES[kind]
         operation = OPERATION.get(kind, "") if operation is None else operation
         if level == "fix" and rule is not None and rule.get("message"):
