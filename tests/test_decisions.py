@@ -239,6 +239,11 @@ def test_the_registry_keeps_its_cuda_keys_and_the_recipes_their_values(decisions
     assert '"--accel", default="cuda"' in train and "--accel cuda" in launch
     assert '"--dist-backend", default="hccl"' in train and "--dist-backend hccl" in launch
     assert "torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)" in train
+    # --weights.sync_backend (dotted: its last part decides) renamed in the script, its default and
+    # its lookups and tests; a test of --comm through a local named like a backend keeps "nccl" as --comm does
+    assert "--weights.sync_backend hccl" in launch and '"--weights.sync_backend", default="hccl"' in train
+    assert 'use_ipc = backend == "hccl"' in train
+    assert 'if getattr(args.weights, "sync_backend", "hccl") == "hccl" and comm_backend == "nccl":' in train
 
 
 def test_without_the_npu_registration_the_registry_converts(tmp_path: Path):
@@ -374,3 +379,14 @@ def test_npu_requirements_are_a_sign_and_commented_ones_are_not():
     )
     assert requirement_evidence("pyproject.toml", b'npu = ["torch_npu>=2.6"]\n') is not None
     assert requirement_evidence("requirements.txt", b"# torch_npu on Ascend hosts\nnpu-smi-tools\n") is None
+
+
+def test_dotted_options_are_named_by_their_last_part():
+    """``--vllm.sync_backend nccl`` in a script and in an argv list is a backend, as its Python default is."""
+    from transplant.formats.shell_values import value_edits
+
+    edits = value_edits(b"python -m app --vllm.sync_backend nccl --model.device=cuda:1 --vllm.engine nccl")
+    assert [(e.old, e.new) for e in edits] == [("nccl", "hccl"), ("cuda:1", "npu:1")]
+    source = b'import subprocess\nsubprocess.run(["python", "app.py", "--vllm.sync_backend", "nccl"])\n'
+    conv = convert(source, options_of(source))
+    assert conv.new is not None and b'"--vllm.sync_backend", "hccl"' in conv.new

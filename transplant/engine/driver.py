@@ -31,6 +31,7 @@ from .imports import (
 from .device_names import accepted_names, registry_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
+from .passed_options import option_locals
 from .multi_backend import OTHER_BYTES, helper_regions
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
@@ -282,6 +283,7 @@ def _rewrite(
     conv = Converter(module, rules, bindings, excluded, flow_of(facts.text))
     conv.kept, conv.kept_quiet, conv.force_devices = facts.kept, facts.quiet, facts.convert_strings  # (read only)
     conv.passed = facts.passed  # (read only)
+    conv.passed_locals = option_locals(facts.text) if facts.passed else {}
     conv.accepted_names = set(facts.accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:

@@ -31,7 +31,7 @@ PATH_CODE = CODES["path"]
 # change records that may be a default (a device string, a backend name)
 DEFAULT_CODES = frozenset({CODES["device"], CODES["args"]})
 # a line that holds a test: cheap pre-check on the line's bytes before any parse
-TEST_LINE = re.compile(rb"\b(?:if|elif|while|assert)\b")
+TEST_LINE = re.compile(rb"\b(?:if|elif|while|assert)\b|[=!]=|\bin\b")
 MAX_CALLS = 4
 COLLECTION_MESSAGE = "device names: 'npu' accepted beside 'cuda'"
 
@@ -106,6 +106,15 @@ class _Tests(ast.NodeVisitor):
         which = "after 'else'" if _negated(node.test) else "before 'if'"
         for place in hit:
             self.found.setdefault(place, f"an NPU run now takes the value {which} (line {node.lineno})")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """A comparison kept as a value (``use_ipc = backend == "nccl"``): what it now says on NPU
+        decides wherever the value is tested (a comparison in a test is said by the test, first)."""
+        if any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+            which = "fail" if _negated(node) else "hold"
+            for place in self._inside(node):
+                self.found.setdefault(place, f"an NPU run now makes this comparison (line {node.lineno}) {which}")
         self.generic_visit(node)
 
     def visit_Assert(self, node: ast.Assert) -> None:

@@ -60,6 +60,7 @@ class State(cst.CSTTransformer):
         self.kept_quiet: set[int] = set()  # those of them in tests and collections
         self.force_devices: set[int] = set()  # device strings of a collection converted whole (device_sets.py)
         self.passed: dict[tuple[str, str], str] = {}  # (option, value) the project's scripts pass as is -> where
+        self.passed_locals: dict[str, str] = {}  # local names assigned an option's value -> the option
         self.env_twins: set[int] = set()  # CUDA variable names beside their NPU twin in a conditional (values.py)
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
