@@ -390,3 +390,32 @@ def test_dotted_options_are_named_by_their_last_part():
     source = b'import subprocess\nsubprocess.run(["python", "app.py", "--vllm.sync_backend", "nccl"])\n'
     conv = convert(source, options_of(source))
     assert conv.new is not None and b'"--vllm.sync_backend", "hccl"' in conv.new
+
+
+ENGINE = """import torch
+{npu}
+
+class Engine:
+    def __init__(self, size, device: str = "cuda", other_device="cuda"):
+        self.device = device
+        self.other_device = other_device
+
+    def prepare(self):
+        if self.device == "cuda":
+            return cupy_buffer(self.size)
+        return torch.zeros(self.size, device=self.device, pin_memory=True)
+"""
+
+
+def test_a_default_beside_its_kept_cuda_test_stays():
+    """In a file that tells NPU from CUDA, ``self.device == "cuda"`` means CUDA and stays: the default
+    of the same value stays with it (one decision), with a note; another parameter's default converts."""
+    source = ENGINE.format(npu="from .device import is_npu_available\nif is_npu_available():\n    torch.npu.init()\n")
+    conv = convert(source.encode(), options_of(b""))
+    new = (conv.new or source.encode()).decode()
+    assert 'device: str = "cuda", other_device="npu"' in new and 'if self.device == "cuda":' in new
+    (note,) = [r for r in conv.records if "tests against 'cuda' in tests that stay" in r.message]
+    assert note.level == "note" and note.line == 8
+    plain = ENGINE.format(npu="")  # the look-alike: no NPU path in the file, the test and its default convert
+    new = (convert(plain.encode(), options_of(b"")).new or b"").decode()
+    assert 'device: str = "npu", other_device="npu"' in new and 'if self.device == "npu":' in new

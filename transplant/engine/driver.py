@@ -31,6 +31,7 @@ from .imports import (
 from .device_names import accepted_names, registry_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
+from .own_device import own_device_strings
 from .passed_options import option_locals
 from .multi_backend import OTHER_BYTES, helper_regions
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
@@ -197,6 +198,8 @@ def _regions(
     kept = dict(npu_kept)
     for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
+    for node_id, why in own_device_strings(module, text, rules).items():
+        kept.setdefault(node_id, why)  # the device of a simulator that runs on its own NVIDIA GPU
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():
         kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
     convert_strings, keep_strings = families_result(families)

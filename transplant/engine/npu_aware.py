@@ -16,7 +16,11 @@ project already tells NPU from CUDA there:
   comparison with a CUDA device string, ``.startswith("cuda")``, a ``case "cuda":``: "cuda" there
   means CUDA. (A dict or a list of choices naming NPU says that NPU is an option, not that the
   code tells it apart.) An ``if`` tested that way is kept whole (a CUDA-only branch converted to NPU calls
-  runs nowhere). Defaults that pick the device (``default="cuda"``) are not tests and still convert.
+  runs nowhere). Defaults that pick the device (``default="cuda"``) are not tests and still convert,
+  but a parameter's default of a value such a kept test reads (``device="cuda"`` beside
+  ``if self.device == "cuda":``) stays with its test: one decision;
+* in a project that already runs on NPU (project/npu_support.py), every file's "cuda" tests mean CUDA
+  as above, whether or not the file names NPU itself.
 
 The result maps the id of every node in those parts to the reason; state.py's ``record`` turns a
 change anchored there into a note saying why it was kept (findings still go through), except a
@@ -52,6 +56,10 @@ MATCH = "a case for another device of a match that already handles NPU"
 COLLECTION = "a collection that already names NPU (no entry is duplicated)"
 SIBLING = "a CUDA call beside an if that handles NPU itself"
 TEST = "a 'cuda' test in a file that already tells NPU from CUDA: it means CUDA"
+DEFAULT = (
+    "the default of a value that this file tests against 'cuda' in tests that stay (they mean CUDA): "
+    "converted alone, a run that leaves it would take the test's other branch"
+)
 PROJECT_TEST = (
     "a 'cuda' test in a project that already runs on NPU (its device helpers tell NPU from CUDA): it means CUDA"
 )
@@ -95,6 +103,8 @@ class _Finder(cst.CSTVisitor):
         # what to keep, in the order asked: (subtree, why, quiet); marked() marks every node once
         self._regions: list[tuple[cst.CSTNode, str, bool]] = []
         self._chained: set[int] = set()
+        self._tested: set[str] = set()  # names of the values tested against "cuda" (args.device -> device)
+        self._defaults: list[tuple[cst.CSTNode, str]] = []  # parameters' CUDA defaults, by parameter name
 
     def _keep(self, node: cst.CSTNode | None, reason: str, *, quiet: bool = False) -> None:
         if node is not None:
@@ -203,6 +213,14 @@ class _Finder(cst.CSTVisitor):
             self.aware = True
         if self._cuda_comparison(node):
             self._tests.append((node, True))
+            for operand in operands:
+                name = _last_name(operand)
+                if name:
+                    self._tested.add(name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None and is_cuda_device(node.default):
+            self._defaults.append((node.default, node.name.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         """``is_cuda_available = torch.cuda.is_available()``: the project's CUDA flag (see _cuda_flag)."""
@@ -244,6 +262,15 @@ class _Finder(cst.CSTVisitor):
         )
 
 
+def _last_name(node: cst.BaseExpression) -> str:
+    """``device`` of ``device``, ``self.device``, ``args.device``; "" for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)):
+        return node.attr.value
+    return ""
+
+
 def _cuda_flag(test: cst.BaseExpression) -> bool:
     """The project's own CUDA flag tested alone (``if is_cuda_available:``, ``if not use_cuda:``,
     ``if args.cuda:``): in a file that tells NPU from CUDA, it means CUDA (issue 31: an allocator call
@@ -283,4 +310,7 @@ def kept_result(finder: _Finder | None, module: cst.Module) -> tuple[dict[int, s
         why = TEST if finder.aware else PROJECT_TEST
         for node, quiet in finder._tests:
             finder._keep(node, why, quiet=quiet)
+        for default, name in finder._defaults:
+            if name in finder._tested:  # the test of the value stays: so does its default (one decision)
+                finder._keep(default, DEFAULT)
     return finder.marked(module)
