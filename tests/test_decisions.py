@@ -305,6 +305,9 @@ def test_the_helpers_of_a_project_on_npu_stay(multibackend_result: Path):
     train = (multibackend_result / "train.py").read_text()
     assert 'if batch.device.type == "cuda":\n        torch.cuda.synchronize()' in train
     assert "torch_npu.npu.max_memory_allocated()" in train
+    # a "cuda" that is no device (a profiling option): its branch converts whole, even in this project
+    assert "activities.append(torch_npu.profiler.ProfilerActivity.NPU)" in train
+    assert "activities = [torch_npu.profiler.ProfilerActivity.CPU]" in train
     notes = _sheet_tsv(multibackend_result, "Unsupported")
     # both CUDA_VISIBLE_DEVICES, and torch.cuda chosen beside torch.npu: notes, not errors
     assert notes.count("a helper that already chooses among backends") == 3

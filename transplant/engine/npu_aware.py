@@ -41,6 +41,7 @@ from .traverse import children, descendants, walk
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
 CUDA_WORD = re.compile(r"(?:^|_)cuda(?:_|$)")
+DEVICE_WORD = re.compile(r"(?:^|_)(?:device|dev|type|accelerator|backend|platform)$", re.IGNORECASE)
 NPU_WORD_BYTES = re.compile(rb"npu(?<![A-Za-z0-9]npu)")  # (literal first: a fast scan)
 # an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
 NPU_STRING_BYTES = re.compile(rb"""npu(?<=['"]npu)[:'"]""")
@@ -103,6 +104,7 @@ class _Finder(cst.CSTVisitor):
         # what to keep, in the order asked: (subtree, why, quiet); marked() marks every node once
         self._regions: list[tuple[cst.CSTNode, str, bool]] = []
         self._chained: set[int] = set()
+        self._weak: set[int] = set()  # tests that read no device by its name: kept only if the file is aware
         self._tested: set[str] = set()  # names of the values tested against "cuda" (args.device -> device)
         self._defaults: list[tuple[cst.CSTNode, str]] = []  # parameters' CUDA defaults, by parameter name
 
@@ -156,8 +158,11 @@ class _Finder(cst.CSTVisitor):
                 if test is None or not names_npu(test):
                     self._keep(body, CHAIN)
         elif any(self._cuda_test(test) for test, _ in branches if test is not None):
-            self._tests += [(test, True) for test, _ in branches if test is not None]
+            tests = [test for test, _ in branches if test is not None]
+            self._tests += [(test, True) for test in tests]
             self._tests.append((node, False))
+            if not any(_device_test(test) for test in tests):
+                self._weak.update(id(n) for n in (*tests, node))
 
     # torch.cuda.empty_cache() next to `if device == "npu": torch.npu.empty_cache()`: the project
     # flushes each device's cache itself; converting the CUDA call would flush NPU's twice
@@ -190,6 +195,8 @@ class _Finder(cst.CSTVisitor):
             for case in node.cases:
                 if any(is_cuda_device(n) for n in descendants(case.pattern)):
                     self._tests += [(case.pattern, True), (case, False)]
+                    if not _device_operand(node.subject):
+                        self._weak.update((id(case.pattern), id(case)))
 
     def _collection(self, node: cst.CSTNode, items) -> None:
         if any(_npu_string(item) for item in items):
@@ -213,6 +220,8 @@ class _Finder(cst.CSTVisitor):
             self.aware = True
         if self._cuda_comparison(node):
             self._tests.append((node, True))
+            if not any(_device_operand(o) for o in operands):
+                self._weak.add(id(node))
             for operand in operands:
                 name = _last_name(operand)
                 if name:
@@ -232,6 +241,8 @@ class _Finder(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if self._prefix_test(node):
             self._tests.append((node, True))
+            if not (isinstance(node.func, cst.Attribute) and _device_operand(node.func.value)):
+                self._weak.add(id(node))
 
     @staticmethod
     def _cuda_comparison(node: cst.Comparison) -> bool:
@@ -260,6 +271,32 @@ class _Finder(cst.CSTVisitor):
             and self._prefix_test(n)
             for n in descendants(test)
         )
+
+
+def _device_operand(node: cst.BaseExpression) -> bool:
+    """Does ``node`` read a device by its name (``device``, ``args.device_type``, ``x.device.type``,
+    ``str(device)``, ``device.lower()``)? ("cuda" in ``contents``, a list of options, does not.)"""
+    while isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Attribute) and not node.args:
+            node = node.func.value  # device.lower()
+        elif isinstance(node.func, cst.Name) and len(node.args) == 1:
+            node = node.args[0].value  # str(device)
+        else:
+            return False
+    return DEVICE_WORD.search(_last_name(node)) is not None
+
+
+def _device_test(test: cst.BaseExpression) -> bool:
+    """A test that reads a device by its name, or the project's own CUDA flag."""
+    return _cuda_flag(test) or any(
+        isinstance(n, cst.Comparison)
+        and any(_device_operand(o) for o in [n.left, *(c.comparator for c in n.comparisons)])
+        or isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value == "startswith"
+        and _device_operand(n.func.value)
+        for n in descendants(test)
+    )
 
 
 def _last_name(node: cst.BaseExpression) -> str:
@@ -309,7 +346,8 @@ def kept_result(finder: _Finder | None, module: cst.Module) -> tuple[dict[int, s
     if finder.aware or finder.project:
         why = TEST if finder.aware else PROJECT_TEST
         for node, quiet in finder._tests:
-            finder._keep(node, why, quiet=quiet)
+            if finder.aware or id(node) not in finder._weak:  # (a project's own: only tests of a device)
+                finder._keep(node, why, quiet=quiet)
         for default, name in finder._defaults:
             if name in finder._tested:  # the test of the value stays: so does its default (one decision)
                 finder._keep(default, DEFAULT)
