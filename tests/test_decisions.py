@@ -422,3 +422,50 @@ def test_a_default_beside_its_kept_cuda_test_stays():
     plain = ENGINE.format(npu="")  # the look-alike: no NPU path in the file, the test and its default convert
     new = (convert(plain.encode(), options_of(b"")).new or b"").decode()
     assert 'device: str = "npu", other_device="npu"' in new and 'if self.device == "npu":' in new
+
+
+LAUNCH = """import os
+import subprocess
+
+import torch
+
+
+def evaluate_tf(gpu):
+    env = os.environ.copy()
+    env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    subprocess.run(["python", "tools/tf_eval.py"], env=env, check=True)
+
+
+def evaluate_torch(gpu):
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+    subprocess.run(["python", "tools/torch_eval.py"], env=env, check=True)
+
+
+def evaluate_tf_shell(gpu):
+    subprocess.Popen("python tools/tf_eval.py --fast", shell=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)))
+
+
+torch.cuda.synchronize()
+"""
+
+
+def test_a_tensorflow_child_keeps_its_visible_devices(tmp_path: Path):
+    """CUDA_VISIBLE_DEVICES set for a child process that runs a TensorFlow program of the project stays,
+    with a note; set for a PyTorch child (the look-alike) it is renamed."""
+    from test_project import convert_project
+
+    src = tmp_path / "proj"
+    (src / "tools").mkdir(parents=True)
+    (src / "launch.py").write_text(LAUNCH)
+    (src / "tools" / "tf_eval.py").write_text(
+        'import tensorflow as tf\n\nprint(tf.config.list_physical_devices("GPU"))\n'
+    )
+    (src / "tools" / "torch_eval.py").write_text("import torch\n\nprint(torch.cuda.device_count())\n")
+    result = convert_project(src, tmp_path / "out")
+    launch = (result / "launch.py").read_text()
+    assert 'env["CUDA_VISIBLE_DEVICES"] = str(gpu)' in launch
+    assert "env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)))" in launch  # the shell command's child
+    assert "env = dict(os.environ, ASCEND_RT_VISIBLE_DEVICES=str(gpu))" in launch
+    assert "torch_npu.npu.synchronize()" in launch
+    (row,) = [r for r in _sheet_tsv(result, "Unsupported").splitlines() if "a TensorFlow program" in r]
+    assert "runs tools/tf_eval.py" in row and row.endswith("\t2\t9, 19")  # one note each, grouped
