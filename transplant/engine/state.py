@@ -131,8 +131,14 @@ class State(cst.CSTTransformer):
             if not (kind == "device" and id(anchor) in self.kept_quiet):
                 self._kept_note(anchor, message, api)
             return False
-        if level in ("error", "warning") and self.kept.get(id(anchor), "").startswith(HELPER):
-            level = "note"  # the CUDA arm of a multi-backend helper: what CUDA hosts run (multi_backend.py)
+        if (
+            level in ("error", "warning")
+            and api.startswith("torch.cuda")
+            and self.kept.get(id(anchor), "").startswith(HELPER)
+        ):
+            level = (
+                "note"  # torch.cuda in the CUDA arm of a multi-backend helper: what CUDA hosts run (multi_backend.py)
+            )
             message = f"{message}; kept as it is: {self.kept[id(anchor)]}"
         code = CODES[kind]
         operation = OPERATION.get(kind, "") if operation is None else operation
