@@ -190,6 +190,46 @@ def test_every_changed_device_test_has_its_row(path: Path):
     assert silent == []
 
 
+def _default_spans(tree: ast.Module, source: bytes) -> list[tuple[int, str]]:
+    """(line, text) of every default: of a parameter, of an option or field (``default=``), of a
+    class-level field, of a lookup (``getattr(x, "k", d)``, ``cfg.get("k", d)``), in walk order."""
+    text = source.decode()
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            found += [d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None]
+        elif isinstance(node, ast.ClassDef):
+            found += [s.value for s in node.body if isinstance(s, ast.AnnAssign) and s.value is not None]
+        elif isinstance(node, ast.Call):
+            found += [k.value for k in node.keywords if k.arg == "default"]
+            last = (dotted(node.func) or ("",))[-1]
+            at = {"getattr": 1, "get": 0}.get(last)
+            if at is not None and len(node.args) == at + 2 and not node.keywords:
+                found.append(node.args[at + 1])
+    return [(d.lineno, ast.get_source_segment(text, d) or "") for d in found]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_changed_default_has_its_row(path: Path):
+    """A default that reads differently after the conversion has a TP108 row on its line (or a note
+    there that says why it is kept in part)."""
+    source, tree, new, new_tree, conv = _converted(path)
+    before, after = _default_spans(tree, source), _default_spans(new_tree, new)
+    if len(before) != len(after):
+        pytest.skip("the conversion added or removed a default (distributed mode's entry files)")
+    rows = {r.line for r in conv.changes if r.code == PATH}
+    silent = [
+        (line, text) for (line, text), (_l, new_text) in zip(before, after) if text != new_text and line not in rows
+    ]
+    assert silent == []
+
+
+def test_the_default_check_sees_a_silent_default():
+    source = b'def f(device="cuda"):\n    pass\n'
+    tree = ast.parse(source)
+    assert _default_spans(tree, source) == [(1, '"cuda"')]
+
+
 # ---- a project of several files (tests/fixtures/projects/decisions): a registry the project fills
 # for NPU itself, accepted device names, options its launch script and config pass as they are
 
