@@ -136,3 +136,27 @@ def test_an_environment_wrapper_keeps_the_simulators_device(header, launch):
 def test_a_wrapper_of_no_simulator_converts_its_device():
     new, _conv = run(ENV_WRAPPER.format(header="from mylab.app import AppLauncher as launch"))
     assert 'device: str = "npu:0"' in new and 'self.sim_device = "npu"' in new
+
+
+SERVER = """import torch
+
+
+class Server:
+    def __init__(self, config):
+        assert torch.cuda.is_available(), "this server runs on a GPU node"
+        self.config = config
+
+    async def launch(self):
+        {body}
+"""
+
+
+def test_a_constructors_assertion_guards_the_objects_methods():
+    """An assertion in __init__ is the precondition of the object: the CUDA-only library another
+    method uses keeps it a CUDA test (verl's TensorRT-LLM server); with a portable method it converts."""
+    new, conv = run(SERVER.format(body="from tensorrt_llm import AsyncLLM\n\n        return AsyncLLM(self.config)"))
+    assert "assert torch.cuda.is_available()" in new
+    (row,) = [r for r in conv.records if r.code == "TP240"]
+    assert row.line == 6 and "tensorrt_llm" in row.message
+    new, _conv = run(SERVER.format(body="return torch.ones(2).cuda()"))
+    assert "assert torch_npu.npu.is_available()" in new
