@@ -337,6 +337,8 @@ class Sites:
             # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
             # a capability probe after it fails by itself (probes.py reports it)
             reasons = [r for r in reasons if r.kind != "capability"]
+            if kind == "assert":  # (what a failed assertion leaves unset is not what it protects)
+                reasons = [r for r in reasons if r.kind != "state"]
         if not reasons:
             return
         also = [
