@@ -509,3 +509,21 @@ def test_a_tensorflow_child_keeps_its_visible_devices(tmp_path: Path):
     assert "torch_npu.npu.synchronize()" in launch
     (row,) = [r for r in _sheet_tsv(result, "Unsupported").splitlines() if "a TensorFlow program" in r]
     assert "runs tools/tf_eval.py" in row and row.endswith("\t2\t9, 19")  # one note each, grouped
+
+
+def test_a_cuda_runtime_method_keeps_its_call():
+    """``torch.cuda.cudart().cudaHostRegister(...)``: renamed alone, the NPU object would be asked for a
+    CUDA method; the call stays with a note. The same call used otherwise converts (the look-alike)."""
+    source = (
+        b"import torch\n\n\ndef pin(t):\n"
+        b"    ok = int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel(), 1))\n"
+        b"    rt = torch.cuda.cudart()\n"
+        b"    return ok, rt\n"
+    )
+    from conftest import cached_ruleset
+
+    conv = convert(source, cached_ruleset(pytorch_version="2.12"))  # (npurt is on the 2.12 support list)
+    new = (conv.new or source).decode()
+    assert "torch.cuda.cudart().cudaHostRegister(" in new and "rt = torch_npu.npu.npurt()" in new
+    (note,) = [r for r in conv.records if "named after the CUDA runtime" in r.message]
+    assert note.level == "note" and note.line == 5

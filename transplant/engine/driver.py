@@ -32,6 +32,7 @@ from .imports import (
 from .device_names import accepted_names, registry_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
+from .cuda_methods import cuda_method_keeps
 from .own_device import own_device_strings
 from .tf_children import tf_child_keeps, tf_programs
 from .passed_options import option_locals
@@ -220,6 +221,8 @@ def _regions(
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
     for node_id, why in tf_child_keeps(module, rules, children).items():
         kept.setdefault(node_id, why)  # CUDA_VISIBLE_DEVICES set for a TensorFlow child process
+    for node_id, why in cuda_method_keeps(module, text).items():
+        kept.setdefault(node_id, why)  # torch.cuda.cudart().cudaHostRegister(...): CUDA's own method
     for node_id, why in own_device_strings(module, text, rules).items():
         kept.setdefault(node_id, why)  # the device of a simulator that runs on its own NVIDIA GPU
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():
