@@ -30,6 +30,7 @@ _STRING = re.compile(r"(?<![A-Za-z])(hip|rocm|rocr|xpu|npu|ascend|hccl)(?![A-Za-
 _NAMES = {"hip": "ROCm", "rocm": "ROCm", "rocr": "ROCm", "xpu": "XPU", "npu": "NPU", "ascend": "NPU", "hccl": "NPU"}
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 HELPER = "a helper that already chooses among backends"
+NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
 
 
 def _backend(node: cst.CSTNode) -> str:
@@ -112,6 +113,8 @@ def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, 
             f"{HELPER} ({', '.join(sorted(names))} beside CUDA) "
             f"in a project that runs on NPU ({evidence}); its CUDA arm is what CUDA hosts run"
         )
+        if "NPU" not in names:  # FastChat's CUDA_VISIBLE_DEVICES and XPU_VISIBLE_DEVICES, set side by side
+            why += f"; {NO_NPU_ARM}"
         for node in descendants(region):
             kept.setdefault(id(node), why)
     return kept

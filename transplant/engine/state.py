@@ -16,7 +16,7 @@ from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
-from .multi_backend import HELPER
+from .multi_backend import HELPER, NO_NPU_ARM
 
 
 _C = TypeVar("_C", cst.List, cst.Tuple, cst.Set)
@@ -191,7 +191,7 @@ class State(cst.CSTTransformer):
                     0,
                     0,
                     CODES["note"],
-                    "note",
+                    "warning" if self.kept[id(anchor)].endswith(NO_NPU_ARM) else "note",
                     "",
                     f"kept as it is ({message}): {self.kept[id(anchor)]}",
                     "builtin",
