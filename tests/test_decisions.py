@@ -190,6 +190,46 @@ def test_every_changed_device_test_has_its_row(path: Path):
     assert silent == []
 
 
+def _default_spans(tree: ast.Module, source: bytes) -> list[tuple[int, str]]:
+    """(line, text) of every default: of a parameter, of an option or field (``default=``), of a
+    class-level field, of a lookup (``getattr(x, "k", d)``, ``cfg.get("k", d)``), in walk order."""
+    text = source.decode()
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            found += [d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None]
+        elif isinstance(node, ast.ClassDef):
+            found += [s.value for s in node.body if isinstance(s, ast.AnnAssign) and s.value is not None]
+        elif isinstance(node, ast.Call):
+            found += [k.value for k in node.keywords if k.arg == "default"]
+            last = (dotted(node.func) or ("",))[-1]
+            at = {"getattr": 1, "get": 0}.get(last)
+            if at is not None and len(node.args) == at + 2 and not node.keywords:
+                found.append(node.args[at + 1])
+    return [(d.lineno, ast.get_source_segment(text, d) or "") for d in found]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_changed_default_has_its_row(path: Path):
+    """A default that reads differently after the conversion has a TP108 row on its line (or a note
+    there that says why it is kept in part)."""
+    source, tree, new, new_tree, conv = _converted(path)
+    before, after = _default_spans(tree, source), _default_spans(new_tree, new)
+    if len(before) != len(after):
+        pytest.skip("the conversion added or removed a default (distributed mode's entry files)")
+    rows = {r.line for r in conv.changes if r.code == PATH}
+    silent = [
+        (line, text) for (line, text), (_l, new_text) in zip(before, after) if text != new_text and line not in rows
+    ]
+    assert silent == []
+
+
+def test_the_default_check_sees_a_silent_default():
+    source = b'def f(device="cuda"):\n    pass\n'
+    tree = ast.parse(source)
+    assert _default_spans(tree, source) == [(1, '"cuda"')]
+
+
 # ---- a project of several files (tests/fixtures/projects/decisions): a registry the project fills
 # for NPU itself, accepted device names, options its launch script and config pass as they are
 
@@ -239,6 +279,11 @@ def test_the_registry_keeps_its_cuda_keys_and_the_recipes_their_values(decisions
     assert '"--accel", default="cuda"' in train and "--accel cuda" in launch
     assert '"--dist-backend", default="hccl"' in train and "--dist-backend hccl" in launch
     assert "torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)" in train
+    # --weights.sync_backend (dotted: its last part decides) renamed in the script, its default and
+    # its lookups and tests; a test of --comm through a local named like a backend keeps "nccl" as --comm does
+    assert "--weights.sync_backend hccl" in launch and '"--weights.sync_backend", default="hccl"' in train
+    assert 'use_ipc = backend == "hccl"' in train
+    assert 'if getattr(args.weights, "sync_backend", "hccl") == "hccl" and comm_backend == "nccl":' in train
 
 
 def test_without_the_npu_registration_the_registry_converts(tmp_path: Path):
@@ -326,3 +371,223 @@ def test_a_simulators_own_settings_keep_their_cuda_device():
         assert converted in new
     notes = sorted(r.line for r in conv.findings if "simulator's own settings" in r.message)
     assert notes == [9, 10, 19]  # make(sim_device=...) of an unknown callee: nothing would change it
+
+
+# ---- a project that already runs on NPU and ROCm (tests/fixtures/projects/multibackend): its
+# multi-backend helpers stay as they are, the places with no NPU path convert (issue 31, mechanism 6)
+
+MULTI = FIXTURES / "projects" / "multibackend"
+
+
+@pytest.fixture(scope="module")
+def multibackend_result(tmp_path_factory) -> Path:
+    from test_project import convert_project
+
+    return convert_project(MULTI, tmp_path_factory.mktemp("multibackend"))
+
+
+def test_the_multi_backend_project_converts_to_its_golden_tree(multibackend_result: Path):
+    from goldens import check_text, check_tree
+
+    check_tree(FIXTURES / "projects" / "multibackend_msft", multibackend_result, ignore=REPORTS)
+    check_text(FIXTURES / "reports" / "multibackend_unsupported.tsv", _sheet_tsv(multibackend_result, "Unsupported"))
+    check_text(FIXTURES / "reports" / "multibackend_paths.tsv", _sheet_tsv(multibackend_result, "NPU paths"))
+
+
+def test_the_helpers_of_a_project_on_npu_stay(multibackend_result: Path):
+    for name in ("pkg/device.py", "pkg/engines/nccl_engine.py", "pkg/engines/hccl_engine.py"):
+        assert (multibackend_result / name).read_bytes() == (MULTI / name).read_bytes(), name
+    memory = (multibackend_result / "pkg" / "memory.py").read_text()
+    # the allocator call under the project's own CUDA flag stays; the cache calls with no NPU path convert
+    assert "    if is_cuda_available:\n        torch.cuda.memory._set_allocator_settings(" in memory
+    assert "torch_npu.npu.empty_cache()" in memory and "torch_npu.npu.synchronize()" in memory
+    train = (multibackend_result / "train.py").read_text()
+    assert 'if batch.device.type == "cuda":\n        torch.cuda.synchronize()' in train
+    assert "torch_npu.npu.max_memory_allocated()" in train
+    # a "cuda" that is no device (a profiling option): its branch converts whole, even in this project
+    assert "activities.append(torch_npu.profiler.ProfilerActivity.NPU)" in train
+    assert "activities = [torch_npu.profiler.ProfilerActivity.CPU]" in train
+    notes = _sheet_tsv(multibackend_result, "Unsupported")
+    # both CUDA_VISIBLE_DEVICES, and torch.cuda chosen beside torch.npu: kept, not errors; pin_visible
+    # has a ROCm arm and no NPU arm of its own: a warning, to add one by hand where it is needed
+    assert notes.count("a helper that already chooses among backends") == 3
+    assert "\terror\t" not in notes
+    (warning,) = [row for row in notes.splitlines() if "\twarning\t" in row]
+    assert warning.startswith("pkg/device.py\t33\t") and warning.endswith(
+        "has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)\t\t1\t"
+    )
+
+
+LOOK_ALIKE_DEVICE = """import os
+
+import torch
+
+is_cuda_available = torch.cuda.is_available()
+IS_ROCM = torch.version.hip is not None
+
+
+def visible_devices_variable():
+    if IS_ROCM:
+        return "HIP_VISIBLE_DEVICES"
+    return "CUDA_VISIBLE_DEVICES"
+
+
+def pin_visible(devices):
+    hip = os.environ.pop("HIP_VISIBLE_DEVICES", None)
+    if hip is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = hip
+    os.environ[visible_devices_variable()] = devices
+"""
+
+
+def test_the_same_code_converts_in_a_project_without_npu(tmp_path: Path):
+    """The look-alike: the same helpers for CUDA and ROCm, and no sign that the project runs on NPU."""
+    import shutil
+
+    from test_project import convert_project
+
+    src = tmp_path / "plain"
+    shutil.copytree(MULTI, src)
+    (src / "pkg" / "device.py").write_text(LOOK_ALIKE_DEVICE)
+    result = convert_project(src, tmp_path / "out")
+    device = (result / "pkg" / "device.py").read_text()
+    assert device.count('"ASCEND_RT_VISIBLE_DEVICES"') == 2 and "CUDA_VISIBLE_DEVICES" not in device
+    memory = (result / "pkg" / "memory.py").read_text()
+    assert "torch_npu.npu.memory._set_allocator_settings(" in memory
+    assert 'if batch.device.type == "npu":' in (result / "train.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        (b"try:\n    import torch_npu\nexcept ImportError:\n    pass\n", 2),
+        (b"try:  # optional\n\n    import torch_npu  # noqa\nexcept ImportError:\n    pass\n", 3),
+        (b"import importlib.util\nok = importlib.util.find_spec('torch_npu') is not None\n", 2),
+        (b"def is_torch_npu_available(check_device=True):\n    return False\n", 1),
+        (b'name = "ASCEND_RT_VISIBLE_DEVICES" if npu else "CUDA_VISIBLE_DEVICES"\n', 1),
+        (b"import torch_npu\n", None),  # a file written for NPU only says nothing about the project
+        (b"# try:\n#     import torch_npu\nx = 'npu_like'\n", None),
+        (b"def is_npu(x):\n    return x\n", None),
+    ],
+)
+def test_the_signs_that_a_project_runs_on_npu(source: bytes, found: int | None):
+    from transplant.project.npu_support import python_evidence
+
+    got = python_evidence(source)
+    assert (got[0] if got else None) == found
+
+
+def test_npu_requirements_are_a_sign_and_commented_ones_are_not():
+    from transplant.project.npu_support import requirement_evidence
+
+    assert requirement_evidence("requirements-npu.txt", b"torch==2.6\ntorch-npu==2.6.0\n") == (
+        2,
+        "ships NPU requirements (torch_npu)",
+    )
+    assert requirement_evidence("pyproject.toml", b'npu = ["torch_npu>=2.6"]\n') is not None
+    assert requirement_evidence("requirements.txt", b"# torch_npu on Ascend hosts\nnpu-smi-tools\n") is None
+
+
+def test_dotted_options_are_named_by_their_last_part():
+    """``--vllm.sync_backend nccl`` in a script and in an argv list is a backend, as its Python default is."""
+    from transplant.formats.shell_values import value_edits
+
+    edits = value_edits(b"python -m app --vllm.sync_backend nccl --model.device=cuda:1 --vllm.engine nccl")
+    assert [(e.old, e.new) for e in edits] == [("nccl", "hccl"), ("cuda:1", "npu:1")]
+    source = b'import subprocess\nsubprocess.run(["python", "app.py", "--vllm.sync_backend", "nccl"])\n'
+    conv = convert(source, options_of(source))
+    assert conv.new is not None and b'"--vllm.sync_backend", "hccl"' in conv.new
+
+
+ENGINE = """import torch
+{npu}
+
+class Engine:
+    def __init__(self, size, device: str = "cuda", other_device="cuda"):
+        self.device = device
+        self.other_device = other_device
+
+    def prepare(self):
+        if self.device == "cuda":
+            return cupy_buffer(self.size)
+        return torch.zeros(self.size, device=self.device, pin_memory=True)
+"""
+
+
+def test_a_default_beside_its_kept_cuda_test_stays():
+    """In a file that tells NPU from CUDA, ``self.device == "cuda"`` means CUDA and stays: the default
+    of the same value stays with it (one decision), with a note; another parameter's default converts."""
+    source = ENGINE.format(npu="from .device import is_npu_available\nif is_npu_available():\n    torch.npu.init()\n")
+    conv = convert(source.encode(), options_of(b""))
+    new = (conv.new or source.encode()).decode()
+    assert 'device: str = "cuda", other_device="npu"' in new and 'if self.device == "cuda":' in new
+    (note,) = [r for r in conv.records if "tests against 'cuda' in tests that stay" in r.message]
+    assert note.level == "note" and note.line == 8
+    plain = ENGINE.format(npu="")  # the look-alike: no NPU path in the file, the test and its default convert
+    new = (convert(plain.encode(), options_of(b"")).new or b"").decode()
+    assert 'device: str = "npu", other_device="npu"' in new and 'if self.device == "npu":' in new
+
+
+LAUNCH = """import os
+import subprocess
+
+import torch
+
+
+def evaluate_tf(gpu):
+    env = os.environ.copy()
+    env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    subprocess.run(["python", "tools/tf_eval.py"], env=env, check=True)
+
+
+def evaluate_torch(gpu):
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+    subprocess.run(["python", "tools/torch_eval.py"], env=env, check=True)
+
+
+def evaluate_tf_shell(gpu):
+    subprocess.Popen("python tools/tf_eval.py --fast", shell=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)))
+
+
+torch.cuda.synchronize()
+"""
+
+
+def test_a_tensorflow_child_keeps_its_visible_devices(tmp_path: Path):
+    """CUDA_VISIBLE_DEVICES set for a child process that runs a TensorFlow program of the project stays,
+    with a note; set for a PyTorch child (the look-alike) it is renamed."""
+    from test_project import convert_project
+
+    src = tmp_path / "proj"
+    (src / "tools").mkdir(parents=True)
+    (src / "launch.py").write_text(LAUNCH)
+    (src / "tools" / "tf_eval.py").write_text(
+        'import tensorflow as tf\n\nprint(tf.config.list_physical_devices("GPU"))\n'
+    )
+    (src / "tools" / "torch_eval.py").write_text("import torch\n\nprint(torch.cuda.device_count())\n")
+    result = convert_project(src, tmp_path / "out")
+    launch = (result / "launch.py").read_text()
+    assert 'env["CUDA_VISIBLE_DEVICES"] = str(gpu)' in launch
+    assert "env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)))" in launch  # the shell command's child
+    assert "env = dict(os.environ, ASCEND_RT_VISIBLE_DEVICES=str(gpu))" in launch
+    assert "torch_npu.npu.synchronize()" in launch
+    (row,) = [r for r in _sheet_tsv(result, "Unsupported").splitlines() if "a TensorFlow program" in r]
+    assert "runs tools/tf_eval.py" in row and row.endswith("\t2\t9, 19")  # one note each, grouped
+
+
+def test_a_cuda_runtime_method_keeps_its_call():
+    """``torch.cuda.cudart().cudaHostRegister(...)``: renamed alone, the NPU object would be asked for a
+    CUDA method; the call stays with a note. The same call used otherwise converts (the look-alike)."""
+    source = (
+        b"import torch\n\n\ndef pin(t):\n"
+        b"    ok = int(torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel(), 1))\n"
+        b"    rt = torch.cuda.cudart()\n"
+        b"    return ok, rt\n"
+    )
+    from conftest import cached_ruleset
+
+    conv = convert(source, cached_ruleset(pytorch_version="2.12"))  # (npurt is on the 2.12 support list)
+    new = (conv.new or source).decode()
+    assert "torch.cuda.cudart().cudaHostRegister(" in new and "rt = torch_npu.npu.npurt()" in new
+    (note,) = [r for r in conv.records if "named after the CUDA runtime" in r.message]
+    assert note.level == "note" and note.line == 5

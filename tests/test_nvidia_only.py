@@ -94,3 +94,69 @@ def test_a_simulators_own_device_is_not_rewritten(header, call):
     assert 'to(device="npu:0")' in new  # the policy's device: converted
     (row,) = [r for r in conv.records if r.code == "TP206" and r.line == 4][:1]
     assert "cuda:0" in row.suggestion or "cuda:0" in row.message
+
+
+ENV_WRAPPER = """import torch
+
+
+class SimEnv:
+    def __init__(self, cfg, device: str = "cuda:0"):
+        self.device = cfg.get("device", device)
+        self.sim_device = "cuda"
+
+    def start(self):
+        {header}
+
+        self.app = launch(self.device)
+        return torch.zeros(3, device=self.device)
+
+
+policy = torch.nn.Linear(4, 2).to("cuda:0")
+"""
+
+
+@pytest.mark.parametrize(
+    "header,launch",
+    [
+        ("from isaaclab.app import AppLauncher as launch", "AppLauncher"),
+        ("from isaacgym.gymapi import acquire_gym as launch", "acquire_gym"),
+    ],
+)
+def test_an_environment_wrapper_keeps_the_simulators_device(header, launch):
+    """The simulator imported late, its device kept in a value first (a default, an assignment): kept,
+    with a note each; the policy's device given straight to a call converts."""
+    new, conv = run(ENV_WRAPPER.format(header=header))
+    for kept in ('device: str = "cuda:0"', 'self.sim_device = "cuda"', "torch.zeros(3, device=self.device)"):
+        assert kept in new
+    assert 'policy = torch.nn.Linear(4, 2).to("npu:0")' in new
+    notes = [r for r in conv.records if r.level == "note" and "runs on its own NVIDIA GPU" in r.message]
+    assert sorted(r.line for r in notes) == [5, 7]
+
+
+def test_a_wrapper_of_no_simulator_converts_its_device():
+    new, _conv = run(ENV_WRAPPER.format(header="from mylab.app import AppLauncher as launch"))
+    assert 'device: str = "npu:0"' in new and 'self.sim_device = "npu"' in new
+
+
+SERVER = """import torch
+
+
+class Server:
+    def __init__(self, config):
+        assert torch.cuda.is_available(), "this server runs on a GPU node"
+        self.config = config
+
+    async def launch(self):
+        {body}
+"""
+
+
+def test_a_constructors_assertion_guards_the_objects_methods():
+    """An assertion in __init__ is the precondition of the object: the CUDA-only library another
+    method uses keeps it a CUDA test (verl's TensorRT-LLM server); with a portable method it converts."""
+    new, conv = run(SERVER.format(body="from tensorrt_llm import AsyncLLM\n\n        return AsyncLLM(self.config)"))
+    assert "assert torch.cuda.is_available()" in new
+    (row,) = [r for r in conv.records if r.code == "TP240"]
+    assert row.line == 6 and "tensorrt_llm" in row.message
+    new, _conv = run(SERVER.format(body="return torch.ones(2).cuda()"))
+    assert "assert torch_npu.npu.is_available()" in new

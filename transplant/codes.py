@@ -100,10 +100,11 @@ TABLE: tuple[Code, ...] = (
         "path",
         "npu-path-changed",
         "warning",
-        "Rewrite that changes which code an NPU run executes (a device test, a collection of device names)",
+        "Rewrite that changes which code an NPU run executes (a device test, a default, a collection of device names)",
         "rewrite that changes which code an NPU run executes: a converted device test (the row names the branch "
-        "an NPU run now enters: its lines and what it calls), a collection of accepted device names that gains "
-        "`npu`; the workbook's *NPU paths* sheet lists them",
+        "an NPU run now enters: its lines and what it calls), a converted default (of a parameter, an option, a "
+        "field, a lookup), a collection of accepted device names that gains `npu`; the workbook's *NPU paths* "
+        "sheet lists them",
         "NPU path",
     ),
     Code(

@@ -17,8 +17,8 @@ from .cst_util import replace_string, string_value
 from ..devices import option_value
 from .state import State
 
-_OPTION = re.compile(r"^--?[A-Za-z][\w-]*$")
-_OPTION_VALUE = re.compile(r"^(--?[A-Za-z][\w-]*)=(.+)$")
+_OPTION = re.compile(r"^--?[A-Za-z][\w.-]*$")  # (--vllm.sync_backend: the last part decides)
+_OPTION_VALUE = re.compile(r"^(--?[A-Za-z][\w.-]*)=(.+)$")
 
 
 class ArgvHandlers(State):

@@ -15,7 +15,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .cst_util import code_of, dotted_parts, replace_string, string_value
-from .literals import BACKEND_NAME, DEVICE_STR, rewrite_device_prefix
+from .literals import BACKEND_NAME, DEVICE_NAME, DEVICE_STR, rewrite_device_prefix
+from .passed_options import LOOKUP_KEYS, compared_as_is
 from .values import ValueHandlers
 
 # calls whose result is the process group's backend name
@@ -26,6 +27,17 @@ PREFIX_METHODS = frozenset({"startswith", "replace", "removeprefix"})
 NORMALIZERS = frozenset({"strip", "lstrip", "rstrip", "lower"})
 # calls that turn a device into the string or device tested
 DEVICE_VIEWS = frozenset({"str", "torch.device"})
+
+
+def _lookup_key(node: cst.BaseExpression) -> str | None:
+    """The key of ``getattr(obj, "key", default)`` / ``cfg.get("key", default)`` (with a default)."""
+    if not isinstance(node, cst.Call):
+        return None
+    func = dotted_parts(node.func)
+    at = LOOKUP_KEYS.get(func[-1]) if func else None
+    if at is None or len(node.args) != at + 2 or any(a.keyword is not None or a.star for a in node.args):
+        return None
+    return string_value(node.args[at].value)
 
 
 class DeviceTestHandlers(ValueHandlers):
@@ -64,6 +76,11 @@ class DeviceTestHandlers(ValueHandlers):
             return self._backend_value
         if isinstance(node, cst.Call) and self.resolve_name(node.func) in BACKEND_QUERIES:
             return self._backend_value
+        key = _lookup_key(node)  # getattr(args, "dist_backend", "nccl") == "nccl": as its default (calls.py)
+        if key is not None and DEVICE_NAME.search(key):
+            return self._device_value
+        if key is not None and BACKEND_NAME.search(key):
+            return self._backend_value
         return None
 
     def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.Comparison:
@@ -74,8 +91,11 @@ class DeviceTestHandlers(ValueHandlers):
             if not isinstance(comp.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
                 continue
             if left_kind is not None:
-                targets.append(i)
+                if not compared_as_is(self, original_node.left, comp.comparator):
+                    targets.append(i)
             elif (kind := self._compared_kind(comp.comparator)) is not None:
+                if compared_as_is(self, comp.comparator, original_node.left):
+                    continue
                 new = kind(updated_node.left, original_node.left)
                 if new is not None:
                     new_left = new

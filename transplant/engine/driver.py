@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 
 import libcst as cst
 
@@ -30,9 +31,13 @@ from .imports import (
 )
 from .backend_tables import backend_table_keeps
 from .device_names import accepted_names, registry_keeps
-from .simulators import simulator_keeps
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
+from .cuda_methods import cuda_method_keeps
+from .own_device import own_device_strings
+from .tf_children import tf_child_keeps, tf_programs
+from .passed_options import option_locals
+from .multi_backend import OTHER_BYTES, helper_regions
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
 from .phases import timed
@@ -120,17 +125,31 @@ def _convert_source(
     # in a file that names an NPU device, no statement that names NPU is folded: what already
     # handles NPU (npu_aware.py, device_sets.py) often holds no CUDA word, and the analyses must see it
     keep_words = NPU_WORD_BYTES if NPU_STRING_BYTES.search(source) else None
+    if facts.npu_support and OTHER_BYTES.search(source):  # the words of multi-backend helpers (multi_backend.py)
+        keep_words = OTHER_BYTES
+    children = tf_programs(source, path, facts.root)  # TensorFlow programs it starts (tf_children.py)
+    if children:  # the statements that start them are not folded away
+        names = [re.escape(name.encode()) for name in sorted(children)]
+        keep_words = re.compile(b"|".join(([keep_words.pattern] if keep_words is not None else []) + names))
     skel = timed("skeleton", skeleton, source, rules, keep_words) if not stars.provided else None
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
             module = timed("parse", cst.parse_module, skel.text)
-            result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts)
+            result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts, children=children)
         except (Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
         result = _convert(
-            timed("parse", parse, source), rules, skip, None, source, stars=stars, guards=guards, project=facts
+            timed("parse", parse, source),
+            rules,
+            skip,
+            None,
+            source,
+            stars=stars,
+            guards=guards,
+            project=facts,
+            children=children,
         )
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
@@ -148,12 +167,13 @@ def _convert(
     stars: StarNames = NO_STARS,
     guards: Guards | None = None,
     project: ProjectFacts = NO_FACTS,
+    children: frozenset[str] = frozenset(),
 ) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
     so are the changes inside what ``guards`` keeps. ``project``: the facts of the file's project."""
     text = source if skel is None else skel.text
-    facts = timed("regions", _regions, module, rules, skel, text, project)  # the same for every attempt
+    facts = timed("regions", _regions, module, rules, skel, text, project, children)  # the same for every attempt
     excluded: set[int] = set()
     for _attempt in range(4):
         result, hit = _convert_once(module, rules, excluded, skip, skel, text, stars=stars, guards=guards, facts=facts)
@@ -177,28 +197,39 @@ class _Regions:
 
 
 def _regions(
-    module: cst.Module, rules: RuleSet, skel: Skeleton | None, source: bytes | None, project: ProjectFacts = NO_FACTS
+    module: cst.Module,
+    rules: RuleSet,
+    skel: Skeleton | None,
+    source: bytes | None,
+    project: ProjectFacts = NO_FACTS,
+    children: frozenset[str] = frozenset(),
 ) -> _Regions:
     """The read-only analyses of ``module``, in one walk of it (traverse.py), with what the project
     says of it (its NPU registries, the values its scripts pass)."""
     whole = source if skel is None else b"\n".join([skel.text, *skel.folds])  # folded uses count too
     text = whole if whole is not None else module.bytes  # (module.bytes generates the code: once)
-    finder = kept_finder(text)
+    finder = kept_finder(text, bool(project.npu_support))
     collector = own_attribute_collector(module, text, rules.rename_attribute)
     families = families_finder(text)
     visitors = [v for v in (finder, collector, families) if v is not None]
     if visitors:
         walk(module, visitors)
     npu_kept, quiet = kept_result(finder, module)  # code that already handles NPU
+    for node_id, why in helper_regions(module, text, project.npu_support).items():
+        npu_kept.setdefault(node_id, why)  # multi-backend helpers of a project that runs on NPU
     kept = dict(npu_kept)
     for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():
         kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
+    for node_id, why in tf_child_keeps(module, rules, children).items():
+        kept.setdefault(node_id, why)  # CUDA_VISIBLE_DEVICES set for a TensorFlow child process
+    for node_id, why in cuda_method_keeps(module, text).items():
+        kept.setdefault(node_id, why)  # torch.cuda.cudart().cudaHostRegister(...): CUDA's own method
+    for node_id, why in own_device_strings(module, text, rules).items():
+        kept.setdefault(node_id, why)  # a simulator's device (own_device.py): it runs on its own NVIDIA GPU
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():
         kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
     for node_id, why in backend_table_keeps(module, text).items():
         kept.setdefault(node_id, why)  # NCCL_BACKEND = "nccl" beside HCCL_BACKEND = "hccl"
-    for node_id, why in simulator_keeps(module, text, rules).items():
-        kept.setdefault(node_id, why)  # class IsaacLabEnvConfig: device = "cuda:0" (the simulator's GPU)
     convert_strings, keep_strings = families_result(families)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)
@@ -283,6 +314,7 @@ def _rewrite(
     conv = Converter(module, rules, bindings, excluded, flow_of(facts.text))
     conv.kept, conv.kept_quiet, conv.force_devices = facts.kept, facts.quiet, facts.convert_strings  # (read only)
     conv.passed = facts.passed  # (read only)
+    conv.passed_locals = option_locals(facts.text) if facts.passed else {}
     conv.accepted_names = set(facts.accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members
     try:

@@ -16,7 +16,11 @@ project already tells NPU from CUDA there:
   comparison with a CUDA device string, ``.startswith("cuda")``, a ``case "cuda":``: "cuda" there
   means CUDA. (A dict or a list of choices naming NPU says that NPU is an option, not that the
   code tells it apart.) An ``if`` tested that way is kept whole (a CUDA-only branch converted to NPU calls
-  runs nowhere). Defaults that pick the device (``default="cuda"``) are not tests and still convert.
+  runs nowhere). Defaults that pick the device (``default="cuda"``) are not tests and still convert,
+  but a parameter's default of a value such a kept test reads (``device="cuda"`` beside
+  ``if self.device == "cuda":``) stays with its test: one decision;
+* in a project that already runs on NPU (project/npu_support.py), every file's "cuda" tests mean CUDA
+  as above, whether or not the file names NPU itself.
 
 The result maps the id of every node in those parts to the reason; state.py's ``record`` turns a
 change anchored there into a note saying why it was kept (findings still go through), except a
@@ -37,6 +41,7 @@ from .traverse import children, descendants, walk
 NPU_STRING = re.compile(r"^npu(:\d+)?$")
 NPU_WORD = re.compile(r"(?:^|_)npu(?:_|$)")
 CUDA_WORD = re.compile(r"(?:^|_)cuda(?:_|$)")
+DEVICE_WORD = re.compile(r"(?:^|_)(?:device|dev|type|accelerator|backend|platform)$", re.IGNORECASE)
 NPU_WORD_BYTES = re.compile(rb"npu(?<![A-Za-z0-9]npu)")  # (literal first: a fast scan)
 # an "npu" device string: a file with one is converted whole, not through the skeleton (driver.py)
 NPU_STRING_BYTES = re.compile(rb"""npu(?<=['"]npu)[:'"]""")
@@ -52,6 +57,13 @@ MATCH = "a case for another device of a match that already handles NPU"
 COLLECTION = "a collection that already names NPU (no entry is duplicated)"
 SIBLING = "a CUDA call beside an if that handles NPU itself"
 TEST = "a 'cuda' test in a file that already tells NPU from CUDA: it means CUDA"
+DEFAULT = (
+    "the default of a value that this file tests against 'cuda' in tests that stay (they mean CUDA): "
+    "converted alone, a run that leaves it would take the test's other branch"
+)
+PROJECT_TEST = (
+    "a 'cuda' test in a project that already runs on NPU (its device helpers tell NPU from CUDA): it means CUDA"
+)
 
 
 def _npu_string(node: cst.CSTNode) -> bool:
@@ -85,12 +97,16 @@ def names_npu(node: cst.CSTNode) -> bool:
 
 
 class _Finder(cst.CSTVisitor):
-    def __init__(self, aware: bool) -> None:
+    def __init__(self, aware: bool, project: bool = False) -> None:
         self.aware = aware  # the file tests for NPU somewhere: its "cuda" tests mean CUDA
+        self.project = project  # the project runs on NPU (project/npu_support.py): so do they
         self._tests: list[tuple[cst.CSTNode, bool]] = []  # "cuda" tests, kept if the file is aware
         # what to keep, in the order asked: (subtree, why, quiet); marked() marks every node once
         self._regions: list[tuple[cst.CSTNode, str, bool]] = []
         self._chained: set[int] = set()
+        self._weak: set[int] = set()  # tests that read no device by its name: kept only if the file is aware
+        self._tested: set[str] = set()  # names of the values tested against "cuda" (args.device -> device)
+        self._defaults: list[tuple[cst.CSTNode, str]] = []  # parameters' CUDA defaults, by parameter name
 
     def _keep(self, node: cst.CSTNode | None, reason: str, *, quiet: bool = False) -> None:
         if node is not None:
@@ -142,8 +158,11 @@ class _Finder(cst.CSTVisitor):
                 if test is None or not names_npu(test):
                     self._keep(body, CHAIN)
         elif any(self._cuda_test(test) for test, _ in branches if test is not None):
-            self._tests += [(test, True) for test, _ in branches if test is not None]
+            tests = [test for test, _ in branches if test is not None]
+            self._tests += [(test, True) for test in tests]
             self._tests.append((node, False))
+            if not any(_device_test(test) for test in tests):
+                self._weak.update(id(n) for n in (*tests, node))
 
     # torch.cuda.empty_cache() next to `if device == "npu": torch.npu.empty_cache()`: the project
     # flushes each device's cache itself; converting the CUDA call would flush NPU's twice
@@ -176,6 +195,8 @@ class _Finder(cst.CSTVisitor):
             for case in node.cases:
                 if any(is_cuda_device(n) for n in descendants(case.pattern)):
                     self._tests += [(case.pattern, True), (case, False)]
+                    if not _device_operand(node.subject):
+                        self._weak.update((id(case.pattern), id(case)))
 
     def _collection(self, node: cst.CSTNode, items) -> None:
         if any(_npu_string(item) for item in items):
@@ -199,6 +220,16 @@ class _Finder(cst.CSTVisitor):
             self.aware = True
         if self._cuda_comparison(node):
             self._tests.append((node, True))
+            if not any(_device_operand(o) for o in operands):
+                self._weak.add(id(node))
+            for operand in operands:
+                name = _last_name(operand)
+                if name:
+                    self._tested.add(name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None and is_cuda_device(node.default):
+            self._defaults.append((node.default, node.name.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         """``is_cuda_available = torch.cuda.is_available()``: the project's CUDA flag (see _cuda_flag)."""
@@ -210,6 +241,8 @@ class _Finder(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if self._prefix_test(node):
             self._tests.append((node, True))
+            if not (isinstance(node.func, cst.Attribute) and _device_operand(node.func.value)):
+                self._weak.add(id(node))
 
     @staticmethod
     def _cuda_comparison(node: cst.Comparison) -> bool:
@@ -240,6 +273,41 @@ class _Finder(cst.CSTVisitor):
         )
 
 
+def _device_operand(node: cst.BaseExpression) -> bool:
+    """Does ``node`` read a device by its name (``device``, ``args.device_type``, ``x.device.type``,
+    ``str(device)``, ``device.lower()``)? ("cuda" in ``contents``, a list of options, does not.)"""
+    while isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Attribute) and not node.args:
+            node = node.func.value  # device.lower()
+        elif isinstance(node.func, cst.Name) and len(node.args) == 1:
+            node = node.args[0].value  # str(device)
+        else:
+            return False
+    return DEVICE_WORD.search(_last_name(node)) is not None
+
+
+def _device_test(test: cst.BaseExpression) -> bool:
+    """A test that reads a device by its name, or the project's own CUDA flag."""
+    return _cuda_flag(test) or any(
+        isinstance(n, cst.Comparison)
+        and any(_device_operand(o) for o in [n.left, *(c.comparator for c in n.comparisons)])
+        or isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value == "startswith"
+        and _device_operand(n.func.value)
+        for n in descendants(test)
+    )
+
+
+def _last_name(node: cst.BaseExpression) -> str:
+    """``device`` of ``device``, ``self.device``, ``args.device``; "" for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)):
+        return node.attr.value
+    return ""
+
+
 def _cuda_flag(test: cst.BaseExpression) -> bool:
     """The project's own CUDA flag tested alone (``if is_cuda_available:``, ``if not use_cuda:``,
     ``if args.cuda:``): in a file that tells NPU from CUDA, it means CUDA (issue 31: an allocator call
@@ -262,18 +330,25 @@ def kept_regions(module: cst.Module, text: bytes) -> tuple[dict[int, str], set[i
     return kept_result(finder, module)
 
 
-def kept_finder(text: bytes) -> _Finder | None:
-    """The visitor of kept_regions, for a walk shared with other analyses (None: nothing to find)."""
+def kept_finder(text: bytes, project_npu: bool = False) -> _Finder | None:
+    """The visitor of kept_regions, for a walk shared with other analyses (None: nothing to find).
+    ``project_npu``: the project already runs on NPU (project/npu_support.py): its device helpers
+    tell NPU from CUDA for every file, so a "cuda" test means CUDA in each of them."""
     if NPU_WORD_BYTES.search(text) is None:  # ("inputs" is no NPU word)
-        return None
-    return _Finder(NPU_TEST_BYTES.search(text) is not None)
+        return _Finder(False, True) if project_npu and b"cuda" in text else None
+    return _Finder(NPU_TEST_BYTES.search(text) is not None, project_npu)
 
 
 def kept_result(finder: _Finder | None, module: cst.Module) -> tuple[dict[int, str], set[int]]:
     """kept_regions' result once ``finder`` has walked ``module``."""
     if finder is None:
         return {}, set()
-    if finder.aware:
+    if finder.aware or finder.project:
+        why = TEST if finder.aware else PROJECT_TEST
         for node, quiet in finder._tests:
-            finder._keep(node, TEST, quiet=quiet)
+            if finder.aware or id(node) not in finder._weak:  # (a project's own: only tests of a device)
+                finder._keep(node, why, quiet=quiet)
+        for default, name in finder._defaults:
+            if name in finder._tested:  # the test of the value stays: so does its default (one decision)
+                finder._keep(default, DEFAULT)
     return finder.marked(module)

@@ -4,7 +4,8 @@ A device test rewritten from CUDA to NPU (``if x.device.type == "cuda":`` -> ``"
 ``torch.cuda.is_available()`` -> ``torch_npu.npu.is_available()``, ``x.is_cuda`` -> ``x.is_npu``)
 sends an NPU run into a branch it never entered before; a collection of accepted device names
 that gains "npu" (device_names.py) makes an NPU run pass a check it failed. Owns finding, after
-the conversion, the change records of those rewrites and giving them their own code (TP108,
+the conversion, the change records of those rewrites (and of a converted default: a parameter's,
+an option's, a field's or a lookup's "cuda" -> "npu" changes what a run that leaves it executes) and giving them their own code (TP108,
 operation "NPU path") and a message naming the branch an NPU run now enters: its lines and the
 calls in it. The workbook lists them on their own sheet (reports/sheets.py) and ``--check`` shows
 them with their code.
@@ -27,8 +28,10 @@ from ..records import CODES, OPERATION, Record
 # change records that may be part of a device (or backend: "nccl" -> "hccl") test
 TEST_CODES = frozenset({CODES["rename"], CODES["method"], CODES["device"], CODES["args"]})
 PATH_CODE = CODES["path"]
+# change records that may be a default (a device string, a backend name)
+DEFAULT_CODES = frozenset({CODES["device"], CODES["args"]})
 # a line that holds a test: cheap pre-check on the line's bytes before any parse
-TEST_LINE = re.compile(rb"\b(?:if|elif|while|assert)\b")
+TEST_LINE = re.compile(rb"\b(?:if|elif|while|assert)\b|[=!]=|\bin\b")
 MAX_CALLS = 4
 COLLECTION_MESSAGE = "device names: 'npu' accepted beside 'cuda'"
 
@@ -105,10 +108,69 @@ class _Tests(ast.NodeVisitor):
             self.found.setdefault(place, f"an NPU run now takes the value {which} (line {node.lineno})")
         self.generic_visit(node)
 
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """A comparison kept as a value (``use_ipc = backend == "nccl"``): what it now says on NPU
+        decides wherever the value is tested (a comparison in a test is said by the test, first)."""
+        if any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+            which = "fail" if _negated(node) else "hold"
+            for place in self._inside(node):
+                self.found.setdefault(place, f"an NPU run now makes this comparison (line {node.lineno}) {which}")
+        self.generic_visit(node)
+
     def visit_Assert(self, node: ast.Assert) -> None:
         for place in self._inside(node.test):
             self.found.setdefault(place, "an NPU run now passes this assertion")
         self.generic_visit(node)
+
+
+class _Defaults(ast.NodeVisitor):
+    """(line, column) of a change -> what it means when the change is a default: of a parameter, of an
+    option (``add_argument(default=...)``, ``field(default=...)``), of a class-level field
+    (a dataclass's ``device: str = "cuda"``) or of a lookup (``getattr(args, "device", "cuda")``,
+    ``cfg.get("backend", "nccl")``). A run that leaves such a default now takes the NPU value, and
+    every test of it in the program the NPU path."""
+
+    def __init__(self, places: set[tuple[int, int]]) -> None:
+        self.places = places
+        self.found: dict[tuple[int, int], str] = {}
+
+    def _mark(self, value: ast.expr | None, what: str) -> None:
+        if value is None:
+            return
+        for node in ast.walk(value):
+            if isinstance(node, ast.Constant) and (node.lineno, node.col_offset + 1) in self.places:
+                self.found.setdefault(
+                    (node.lineno, node.col_offset + 1),
+                    f"{what}: an NPU run that does not set it now takes the NPU value, and the code that "
+                    "tests it the NPU path",
+                )
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            self._mark(default, "the default of a parameter")
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign):
+                self._mark(stmt.value, "the default of a field")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg == "default":
+                self._mark(keyword.value, "the default of an option")
+        name = (dotted(node.func) or ("",))[-1]
+        at = _LOOKUPS.get(name)
+        if at is not None and len(node.args) == at + 2 and not node.keywords:
+            self._mark(node.args[at + 1], "the default of a lookup")
+        self.generic_visit(node)
+
+
+_LOOKUPS = {"getattr": 1, "get": 0, "getenv": 0, "setdefault": 0, "pop": 0}  # where the key is (calls.py)
+DEFAULT_LINE = re.compile(rb"=|(?:get|getattr|getenv|setdefault|pop)\s*\(")
 
 
 _TOP = re.compile(
@@ -166,14 +228,29 @@ def mark_paths(source: bytes, records: list[Record]) -> list[Record]:
         and 0 < r.line <= len(lines)
         and TEST_LINE.search(lines[r.line - 1])
     }
+    defaults = {
+        (r.line, r.col)
+        for r in records
+        if r.is_change
+        and r.code in DEFAULT_CODES
+        and not r.cell
+        and 0 < r.line <= len(lines)
+        and (r.line, r.col) not in candidates
+        and DEFAULT_LINE.search(lines[r.line - 1])
+    }
     found: dict[tuple[int, int], str] = {}
-    for tree in _blocks(lines, {line for line, _col in candidates}):
+    for tree in _blocks(lines, {line for line, _col in candidates | defaults}):
         finder = _Tests(candidates)
         finder.visit(tree)
         found.update(finder.found)
+        if defaults:
+            of_defaults = _Defaults(defaults)
+            of_defaults.visit(tree)
+            for place, text in of_defaults.found.items():
+                found.setdefault(place, text)
     out = []
     for r in records:
-        text = found.get((r.line, r.col), "") if r.is_change and r.code in TEST_CODES else ""
+        text = found.get((r.line, r.col), "") if r.is_change and r.code in TEST_CODES | DEFAULT_CODES else ""
         if text:
             r = dataclasses.replace(r, code=PATH_CODE, operation=OPERATION["path"], message=f"{r.message}: {text}")
         elif r.is_change and r.message.startswith(COLLECTION_MESSAGE):

@@ -16,6 +16,7 @@ from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
+from .multi_backend import HELPER, NO_NPU_ARM
 
 
 _C = TypeVar("_C", cst.List, cst.Tuple, cst.Set)
@@ -59,6 +60,7 @@ class State(cst.CSTTransformer):
         self.kept_quiet: set[int] = set()  # those of them in tests and collections
         self.force_devices: set[int] = set()  # device strings of a collection converted whole (device_sets.py)
         self.passed: dict[tuple[str, str], str] = {}  # (option, value) the project's scripts pass as is -> where
+        self.passed_locals: dict[str, str] = {}  # local names assigned an option's value -> the option
         self.env_twins: set[int] = set()  # CUDA variable names beside their NPU twin in a conditional (values.py)
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
@@ -129,6 +131,15 @@ class State(cst.CSTTransformer):
             if not (kind == "device" and id(anchor) in self.kept_quiet):
                 self._kept_note(anchor, message, api)
             return False
+        if (
+            level in ("error", "warning")
+            and api.startswith("torch.cuda")
+            and self.kept.get(id(anchor), "").startswith(HELPER)
+        ):
+            level = (
+                "note"  # torch.cuda in the CUDA arm of a multi-backend helper: what CUDA hosts run (multi_backend.py)
+            )
+            message = f"{message}; kept as it is: {self.kept[id(anchor)]}"
         code = CODES[kind]
         operation = OPERATION.get(kind, "") if operation is None else operation
         if level == "fix" and rule is not None and rule.get("message"):
@@ -180,7 +191,7 @@ class State(cst.CSTTransformer):
                     0,
                     0,
                     CODES["note"],
-                    "note",
+                    "warning" if self.kept[id(anchor)].endswith(NO_NPU_ARM) else "note",
                     "",
                     f"kept as it is ({message}): {self.kept[id(anchor)]}",
                     "builtin",

@@ -16,7 +16,9 @@ from typing import NamedTuple
 from ..devices import option_value
 
 _VALUE = rb"(['\"]?)(cuda(?::\d+)?|nccl)\2(?![\w:./-])"
-_OPTION = re.compile(rb"(?<![\w-])--?([A-Za-z][\w-]*)(?:=|[ \t]+)" + _VALUE)
+_OPTION = re.compile(
+    rb"(?<![\w-])--?([A-Za-z][\w.-]*)(?:=|[ \t]+)" + _VALUE
+)  # (--vllm.sync_backend: the last part decides)
 _ASSIGN = re.compile(rb"(?<![\w./-])([A-Za-z_][\w.]*)=" + _VALUE)
 
 

@@ -8,7 +8,8 @@ where such a test chooses code:
 * ``if``/``elif``/``while`` tests: the CUDA branch is the body (or, turned around, the ``else`` and,
   when the body leaves the block with return/raise/continue/break, the statements after it);
 * conditional expressions (``a if x.is_cuda else b``);
-* ``assert x.is_cuda`` and ``if x.device.type != "cuda": raise ...``: the rest of the block;
+* ``assert x.is_cuda`` and ``if x.device.type != "cuda": raise ...``: the rest of the block (an
+  assertion in a class's ``__init__``: the class's other methods too, the object it builds);
 * ``@pytest.mark.skipif(not torch.cuda.is_available(), ...)`` (and ``unittest.skipIf``/``skipUnless``)
   on a test function or class: its body; ``pytestmark = pytest.mark.skipif(...)``: the module;
 * a flag, ``cuda = torch.cuda.is_available()``: the code its tests choose in the same scope;
@@ -68,6 +69,7 @@ class Sites:
         self.reach = reach
         self.kept: list[Kept] = []
         self.after: dict[int, list[ast.stmt]] = {}  # an if whose body leaves its block -> the statements after it
+        self.constructors: dict[int, list[ast.stmt]] = {}  # a class's __init__ body -> the class's other methods
         self.nodes = nodes
         self.tests = [n for n in nodes if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert))]
         for node in nodes:
@@ -233,9 +235,14 @@ class Sites:
                         self._disables(stmt, klass)
             elif isinstance(stmt, ast.Assert):
                 if self.may(stmt.test) and 1 in self.signs(stmt.test):
-                    self._keep(stmt.test, "assert", [stmt.test, *rest], klass)
+                    # in a constructor, the object it builds: the class's other methods too
+                    self._keep(stmt.test, "assert", [stmt.test, *rest, *self.constructors.get(id(body), [])], klass)
             elif isinstance(stmt, ast.Assign):
                 self._assignment(stmt, klass, scope)
+            if isinstance(stmt, ast.ClassDef):
+                for method in stmt.body:
+                    if isinstance(method, ast.FunctionDef) and method.name == "__init__":
+                        self.constructors[id(method.body)] = [m for m in stmt.body if m is not method]
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = stmt.name if isinstance(stmt, ast.ClassDef) else klass
                 self._skips(stmt, stmt.body, inner)
@@ -333,6 +340,8 @@ class Sites:
             # a precondition kept only moves the failure unless what it protects cannot run on an NPU at all;
             # a capability probe after it fails by itself (probes.py reports it)
             reasons = [r for r in reasons if r.kind != "capability"]
+            if kind == "assert":  # (what a failed assertion leaves unset is not what it protects)
+                reasons = [r for r in reasons if r.kind != "state"]
         if not reasons:
             return
         also = [

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from . import cpp_ops, passed
+from . import npu_support as npu_support_of
 from .registries import npu_registrations
 from .stars import provided, star_targets
 
@@ -81,6 +82,8 @@ class ProjectFacts:
     # (option, value) -> where the project's scripts and configs pass it, kept there (passed.py)
     passed_values: tuple[tuple[tuple[str, str], str], ...] = ()
     twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin (twins.py)
+    # where the project shows that it already runs on NPU ("file:line: why"), or "" (npu_support.py)
+    npu_support: str = ""
     # the input folder in repository mode ("" in the file modes: paths are as the user gave them); the
     # project's own modules are found from it on disk when a guard needs them (modules.py)
     root: str = ""
@@ -165,6 +168,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     cuda_sources: list[str] = []
     registries: set[str] = set()  # functions called with device="npu" (registries.py)
     passing: dict[tuple[str, str], str] = {}  # (option, value) -> "file:line" (passed.py)
+    npu_support = ""  # the first sign that the project already runs on NPU (npu_support.py)
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if cpp_ops.is_cuda(rel):
@@ -175,8 +179,12 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         if not is_py and not cpp_ops.is_cpp(rel):
             if passed.is_candidate(rel):
                 _passed(rel, path, passing)
-            if triton.is_dependency_file(rel) and _mentions(path, (b"triton-ascend", b"triton_ascend")):
-                dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
+            if triton.is_dependency_file(rel):
+                words = _read(path, MAX_SCAN_BYTES)
+                if b"triton-ascend" in words or b"triton_ascend" in words:
+                    dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
+                if not npu_support:
+                    npu_support = _where(rel, npu_support_of.requirement_evidence(rel, words))
             continue
         try:
             with open(path, "rb") as fh:
@@ -206,6 +214,11 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                 npu_loaders[rel] = tree or data
             if b"npu" in data:
                 registries |= npu_registrations(data)
+                if not npu_support:
+                    sign = npu_support_of.python_evidence(data)
+                    if sign is None and rel.rsplit("/", 1)[-1] == "setup.py":
+                        sign = npu_support_of.requirement_evidence(rel, data)
+                    npu_support = _where(rel, sign)
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -217,6 +230,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         facts = dataclasses.replace(facts, own_packages=own_packages(python_files))
     if registries:
         facts = dataclasses.replace(facts, npu_registries=frozenset(registries))
+    if npu_support:
+        facts = dataclasses.replace(facts, npu_support=npu_support)
     if passing:
         facts = dataclasses.replace(facts, passed_values=tuple(sorted(passing.items())))
     if python_files:
@@ -260,13 +275,16 @@ def _is_cuda_build_file(rel: str, path: str) -> bool:
     return len(data) <= SIZE_LIMIT and is_cuda_build(data)
 
 
-def _mentions(path: str, words: tuple[bytes, ...]) -> bool:
+def _read(path: str, limit: int) -> bytes:
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_SCAN_BYTES)
+            return fh.read(limit)
     except OSError:
-        return False
-    return any(w in data for w in words)
+        return b""
+
+
+def _where(rel: str, found: tuple[int, str] | None) -> str:
+    return f"{rel}:{found[0]}: {found[1]}" if found is not None else ""
 
 
 def _triton_facts(

@@ -1,0 +1,129 @@
+"""Helpers that already choose among backends, in a project that runs on NPU (issue 31, mechanism 6).
+
+Where the project shows that it supports NPU itself (project/npu_support.py), a function whose own
+statements name another accelerator beside CUDA (ROCm's ``HIP_VISIBLE_DEVICES`` / ``ROCR_VISIBLE_DEVICES``
+/ ``torch.version.hip``, XPU, or NPU: ``is_npu_available``, ``"ASCEND_RT_VISIBLE_DEVICES"``, ``"hccl"``)
+is a multi-backend helper: its CUDA arm is what CUDA hosts run, and its other arms are the project's
+own. Converting its CUDA names makes a second NPU arm and takes CUDA (and ROCm, which reads the CUDA
+names) away. Such a function, and at module or class level an if/elif chain or a conditional
+expression whose test names another backend, stays as it is; state.py turns each change that would
+have been made there into a note saying why. The rest of the project, the places with no NPU path, is
+converted as usual.
+
+Owns finding those regions. A function is judged by its own statements (a nested function is judged
+by itself), docstrings and comments do not count, and nothing runs unless the project fact holds and
+the file's bytes name another backend.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from .traverse import children, descendants
+
+# another accelerator than CUDA, as a word of an identifier or a string: cheap pre-check on bytes first
+OTHER_BYTES = re.compile(rb"(?i)(?<![a-z])(?:hip|rocm|rocr|xpu|npu|ascend|hccl)(?![a-z])")
+_IDENTIFIER = re.compile(r"(?:^|_)(hip|rocm|rocr|xpu|npu|ascend|hccl)(?:_|$)", re.IGNORECASE)
+_STRING = re.compile(r"(?<![A-Za-z])(hip|rocm|rocr|xpu|npu|ascend|hccl)(?![A-Za-z])", re.IGNORECASE)
+_NAMES = {"hip": "ROCm", "rocm": "ROCm", "rocr": "ROCm", "xpu": "XPU", "npu": "NPU", "ascend": "NPU", "hccl": "NPU"}
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+HELPER = "a helper that already chooses among backends"
+NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
+
+
+def _backend(node: cst.CSTNode) -> str:
+    """The other backend ``node`` itself names ("ROCm", "XPU", "NPU"), or ""."""
+    m = None
+    if isinstance(node, cst.Name):
+        m = _IDENTIFIER.search(node.value)
+    elif isinstance(node, cst.SimpleString):
+        m = _STRING.search(node.value)
+    elif isinstance(node, cst.FormattedStringText):
+        m = _STRING.search(node.value)
+    return _NAMES[m.group(1).lower()] if m is not None else ""
+
+
+def _docstring(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _own_backends(nodes, into: set[str]) -> list[cst.CSTNode]:
+    """Add the backends ``nodes`` name (not looking into nested functions and classes) to ``into``;
+    return the nested scopes met."""
+    nested: list[cst.CSTNode] = []
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            nested.append(node)
+            continue
+        if _docstring(node):
+            continue
+        found = _backend(node)
+        if found:
+            into.add(found)
+        stack.extend(children(node))
+    return nested
+
+
+def _test_backends(test: cst.CSTNode) -> set[str]:
+    return {b for b in (_backend(n) for n in descendants(test)) if b}
+
+
+def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, str]:
+    """id of every node of the multi-backend helpers of ``module`` -> why it stays (empty unless the
+    project runs on NPU, ``evidence`` saying where that shows, and ``text`` names another backend)."""
+    if not evidence or OTHER_BYTES.search(text) is None:
+        return {}
+    regions: list[tuple[cst.CSTNode, set[str]]] = []
+    pending: list[cst.CSTNode] = [module]
+    while pending:
+        scope = pending.pop()
+        if isinstance(scope, cst.FunctionDef):
+            names: set[str] = set()
+            pending += _own_backends([scope.body], names)
+            if names:
+                regions.append((scope, names))
+            continue
+        body = scope.body.body if isinstance(scope, cst.ClassDef) else getattr(scope, "body", ())
+        for stmt in body if isinstance(body, (list, tuple)) else ():
+            if isinstance(stmt, _SCOPES):
+                pending.append(stmt)
+                continue
+            tests = _chain_tests(stmt)
+            names = set().union(*(_test_backends(t) for t in tests)) if tests else set()
+            if names:
+                regions.append((stmt, names))
+                continue
+            for node in descendants(stmt):
+                if isinstance(node, cst.IfExp) and _test_backends(node.test):
+                    regions.append((node, _test_backends(node.test)))
+                elif isinstance(node, _SCOPES):
+                    pending.append(node)
+    kept: dict[int, str] = {}
+    for region, names in regions:
+        why = (
+            f"{HELPER} ({', '.join(sorted(names))} beside CUDA) "
+            f"in a project that runs on NPU ({evidence}); its CUDA arm is what CUDA hosts run"
+        )
+        if "NPU" not in names:  # FastChat's CUDA_VISIBLE_DEVICES and XPU_VISIBLE_DEVICES, set side by side
+            why += f"; {NO_NPU_ARM}"
+        for node in descendants(region):
+            kept.setdefault(id(node), why)
+    return kept
+
+
+def _chain_tests(stmt: cst.CSTNode) -> list[cst.BaseExpression]:
+    tests: list[cst.BaseExpression] = []
+    current: cst.CSTNode | None = stmt
+    while isinstance(current, cst.If):
+        tests.append(current.test)
+        current = current.orelse
+    return tests
