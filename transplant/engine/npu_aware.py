@@ -87,6 +87,13 @@ def _cuda_api(func: cst.BaseExpression) -> bool:
     return isinstance(func, cst.Name) and func.value == "torch" and parts[-1:] == ["cuda"] and len(parts) >= 2
 
 
+def _query(func: cst.BaseExpression) -> bool:
+    """``torch.cuda.is_available``, ``device_count``, ``is_bf16_supported``: a question, whose answer
+    can be a flag (a constructor or an action cannot)."""
+    name = func.attr.value if isinstance(func, cst.Attribute) else ""
+    return name.startswith("is_") or name == "device_count"
+
+
 def names_npu(node: cst.CSTNode) -> bool:
     """Does ``node`` name NPU: an "npu" device string, or a name or attribute with an ``npu`` word
     (``torch.npu``, ``torch_npu``, ``is_npu_available``, ``args.use_npu``)?"""
@@ -234,8 +241,8 @@ class _Finder(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         """``is_cuda_available = torch.cuda.is_available()``: the project's CUDA flag (see _cuda_flag)."""
         if any(isinstance(t.target, cst.Name) and CUDA_WORD.search(t.target.value) for t in node.targets) and any(
-            isinstance(n, cst.Call) and _cuda_api(n.func) for n in descendants(node.value)
-        ):
+            isinstance(n, cst.Call) and _cuda_api(n.func) and _query(n.func) for n in descendants(node.value)
+        ):  # (``cuda_stream = torch.cuda.Stream()`` is no flag)
             self._tests.append((node.value, False))
 
     def visit_Call(self, node: cst.Call) -> None:
