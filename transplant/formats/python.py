@@ -38,12 +38,12 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
         if found:  # a project finding replaces the engine's generic one of the same API at the same line
             mine = {(r.line, r.api) for r in found}
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
-            conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
+            conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)), unreached=conv.unreached)
     conv = _library_context(data, conv, session)
     if any(r.level in ("error", "warning") for r in conv.records):
-        from ..project.cuda_tests import demote  # findings inside tests that run only with CUDA GPUs
+        from ..project.cuda_tests import demote  # findings in code an NPU never runs
 
-        conv = Conversion(conv.new, demote(data, conv.records))
+        conv = Conversion(conv.new, demote(data, conv.records, conv.unreached))
     return conv
 
 
@@ -56,7 +56,7 @@ def _library_context(data: bytes, conv: Conversion, session: Session) -> Convers
 
     facts = session.facts
     built = frozenset(m.name for m in facts.modules if m.cuda)
-    return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built))
+    return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built), unreached=conv.unreached)
 
 
 def twin_note(twin: str) -> Record:

@@ -14,6 +14,11 @@ that say so; the conversion's changes inside it are kept.
 availability: ``is_npu_available()``, ``torch.npu.is_available()``, ...), in the body of
 ``if not is_npu_available():``, or after ``if is_npu_available(): return ...`` in the same block.
 On an NPU the other path runs: the work is done. Works on a CPython ``ast`` tree.
+
+3. The code a device test kept as a CUDA test chooses (``transplant.guards.unreached``: the body of
+``if x.is_cuda:``, of ``if cpu_offloading:`` where the flag comes from a device test): a CUDA-only
+finding there (a library, a custom operator, a build, an API with no NPU counterpart) fails
+nothing on an NPU, since the test keeps NPU out; a note that names the test.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from ..records import Record
+from ..records import CODES, Record
 
 WORDS = (b"min_cuda_gpus", b"min_gpus", b"skipif", b"npu")
-LIBRARY = "TP206"
+LIBRARY = CODES["library"]
+# what code an NPU run never enters cannot fail there: CUDA APIs, custom operators, builds, libraries,
+# CUDA settings (the guards' own findings, TP240-TP243, are about the test itself)
+UNREACHED = frozenset(
+    CODES[key] for key in ("no_counterpart", "unsupported", "custom_op", "cuda_build", "library", "project_file")
+)
 _GPU_KEYWORDS = frozenset({"min_cuda_gpus", "min_gpus"})
 _CUDA_QUERIES = ("is_available", "device_count")
 
@@ -117,9 +127,15 @@ def npu_path_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
     return spans
 
 
-def demote(data: bytes, records: Iterable[Record]) -> list[Record]:
-    """``records`` with the errors and warnings inside CUDA-only tests made notes."""
+def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int, int, str]] = ()) -> list[Record]:
+    """``records`` with the errors and warnings inside CUDA-only tests made notes, and the CUDA-only
+    findings in ``unreached`` ((first line, last line, why): code only CUDA enters)."""
     records = list(records)
+    for start, end, why in unreached:
+        for r in records:
+            if r.level in ("error", "warning") and r.code in UNREACHED and start <= r.line <= end:
+                r.level = "note"
+                r.message += f" ({why})"
     if not any(w in data.lower() for w in WORDS) or not any(r.level in ("error", "warning") for r in records):
         return records
     try:

@@ -1,0 +1,64 @@
+"""Findings in code that a device test kept as a CUDA test chooses (issue 36): an NPU run never
+enters it, so a CUDA-only finding there is a note that names the test (transplant/guards/unreached.py,
+project/cuda_tests.py). The fixture project ``cuda_guarded`` and its golden report
+``tests/fixtures/reports/cuda_guarded.tsv``: FastChat's shape (a flag from a predicate that returns
+False off CUDA, then ``if flag:`` with BitsAndBytesConfig), ``and``/``not``/``!=``/``else`` spellings,
+and look-alikes whose branch may run on an NPU (``x.is_cuda or force``, ``device == "cuda" or forced``).
+"""
+
+from __future__ import annotations
+
+
+import pytest
+
+from conftest import FIXTURES
+from goldens import check_text
+from test_project import convert_project
+from test_reports import as_tsv, sheet
+
+GUARDED = FIXTURES / "projects" / "cuda_guarded"
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory) -> list[tuple]:
+    return sheet(convert_project(GUARDED, tmp_path_factory.mktemp("guarded")), "Unsupported")
+
+
+def test_report_matches_golden(rows: list[tuple]):
+    check_text(FIXTURES / "reports" / "cuda_guarded.tsv", as_tsv(rows))
+
+
+def _at(rows: list[tuple], path: str, line: int, api: str) -> tuple:
+    """The row of ``api`` in ``path`` whose lines hold ``line`` (identical findings share a row)."""
+    for r in rows:
+        lines = [int(n) for n in str(r[9] or r[1]).split(", ")]
+        if r[0] == path and r[4] == api and line in lines:
+            return r
+    raise AssertionError((path, line, api))
+
+
+@pytest.mark.parametrize(
+    "path, line, api, guard",
+    [
+        ("load.py", 17, "transformers.BitsAndBytesConfig", "the flag `offload` (line 14, a device test) is False"),
+        ("attention.py", 9, "flash_attn", "the device test at line 8 stays a CUDA test"),  # is_cuda and ...
+        ("attention.py", 18, "xformers", "the device test at line 16 stays a CUDA test"),  # after `if not ...: return`
+        ("attention.py", 35, "flash_attn", "the device test at line 32 stays a CUDA test"),  # else of != "cuda"
+    ],
+)
+def test_cuda_only_code_behind_a_kept_test_is_a_note_naming_it(rows: list[tuple], path, line, api, guard):
+    row = _at(rows, path, line, api)
+    assert row[5] == "note" and guard in row[6] and "does not run" in row[6]
+
+
+@pytest.mark.parametrize(
+    "path, line, api",
+    [
+        ("attention.py", 25, "flash_attn"),  # q.is_cuda or force: runs on an NPU when forced
+        ("load.py", 25, "transformers.BitsAndBytesConfig"),  # quantize = device == "cuda" or forced
+        ("load.py", 3, "transformers.BitsAndBytesConfig"),  # the import at the top runs everywhere
+    ],
+)
+def test_code_an_npu_may_run_keeps_its_level(rows: list[tuple], path, line, api):
+    row = _at(rows, path, line, api)
+    assert row[5] == "error" and "does not run" not in row[6]
