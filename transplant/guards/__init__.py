@@ -210,12 +210,15 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
                 "(torch_npu.npu.get_device_capability() returns None, so a comparison, index or unpacking "
                 "of it would raise TypeError)"
             )
-            add(probe.node, CODES["capability"], "warning", message + guard, probe.suggestion, probe.api)
+            # behind its CUDA guard nothing fails on an NPU: what the NPU path should do is the guard's
+            # note (TP240) to read, so the query is a note too (docs/reports.md, "Levels")
+            level = "note" if guarded_here else "warning"
+            add(probe.node, CODES["capability"], level, message + guard, probe.suggestion, probe.api)
         else:
             add(
                 probe.node,
                 CODES["probe"],
-                probe.level,
+                "note" if guarded_here and probe.keep is not None else probe.level,
                 probe.message + (guard if probe.keep is not None else ""),
                 probe.suggestion,
                 probe.api,
