@@ -234,6 +234,22 @@ def test_cuda_backend_switches_of_the_support_lists_are_notes():
     assert switches and all(r["level"] == "note" and "no effect on NPU" in r["message"] for r in switches)
 
 
+@pytest.mark.parametrize("version", ["2.9", "2.12", "2.13"])
+def test_support_list_entries_that_ask_nothing_are_notes(version: str):
+    """tools/gen_support.py: CUDA's kernel switches, torch.compile's helpers and the settings torch
+    keeps on the host are notes with a suggestion; the subsystems stay warnings with their route."""
+    path = rules_dir() / "npu_support" / f"unsupported_{version}.json"
+    rules = {r["name"]: r for r in json.loads(path.read_text(encoding="utf-8"))["rules"]["UnsupportedRule"]}
+    quiet = [
+        n for n in rules if n.startswith(("torch.backends.cuda.", "torch.compiler.", "torch.backends.opt_einsum."))
+    ]
+    quiet += [n for n in ("torch.is_deterministic_algorithms_warn_only_enabled",) if n in rules]
+    assert quiet
+    for name in quiet:
+        assert rules[name]["level"] == "note" and rules[name]["suggestion"].startswith("nothing to rewrite"), name
+    assert rules["torch.export.export"]["level"] == "warning" and "CPU" in rules["torch.export.export"]["suggestion"]
+
+
 CUDA_ONLY_TEST = """import pytest
 import torch
 import bitsandbytes as bnb

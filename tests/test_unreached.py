@@ -62,3 +62,36 @@ def test_cuda_only_code_behind_a_kept_test_is_a_note_naming_it(rows: list[tuple]
 def test_code_an_npu_may_run_keeps_its_level(rows: list[tuple], path, line, api):
     row = _at(rows, path, line, api)
     assert row[5] == "error" and "does not run" not in row[6]
+
+
+def test_a_test_skipped_off_cuda_is_a_note_and_a_refusal_is_not(rows: list[tuple]):
+    skip = _at(rows, "test_kernel.py", 9, "torch.cuda.is_available")  # raise unittest.SkipTest(...)
+    assert skip[5] == "note" and "skipped on an NPU" in skip[6]
+    kernel = _at(rows, "test_kernel.py", 12, "flash_attn")
+    assert kernel[5] == "note" and "the test is skipped on an NPU (line 9)" in kernel[6]
+    refusal = _at(rows, "test_kernel.py", 15, "torch.cuda.is_available")  # raise RuntimeError(...)
+    assert refusal[5] == "warning" and "on an NPU it raises" in refusal[6]
+    assert _at(rows, "test_kernel.py", 18, "flash_attn")[5] == "error"
+
+
+CLASS_TESTS = """import torch.nn as nn
+
+
+def init(module):
+    if isinstance(module, (nn.RNN, nn.GRU)):
+        return 1
+    if issubclass(type(module), nn.RNN):
+        return 2
+    return nn.RNN(4, 4)
+"""
+
+
+def test_a_class_only_named_in_isinstance_is_a_note():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("m.py", CLASS_TESTS.encode(), load_ruleset())
+    found = {r.line: r for r in res.findings if r.api == "torch.nn.RNN"}
+    assert found[5].level == "note" and "isinstance/issubclass" in found[5].message
+    assert found[7].level == "note"
+    assert found[9].level == "warning"  # nn.RNN(4, 4) builds one

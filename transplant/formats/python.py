@@ -41,9 +41,11 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)), unreached=conv.unreached)
     conv = _library_context(data, conv, session)
     if any(r.level in ("error", "warning") for r in conv.records):
+        from ..project import mentions
         from ..project.cuda_tests import demote  # findings in code an NPU never runs
 
-        conv = Conversion(conv.new, demote(data, conv.records, conv.unreached))
+        records = mentions.demote(data, demote(data, conv.records, conv.unreached))  # and names it only tests
+        conv = Conversion(conv.new, records)
     return conv
 
 

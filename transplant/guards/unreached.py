@@ -98,11 +98,16 @@ def spans(
 
     for site in kept:
         line = site.node.lineno
+        parent = parents.get(id(site.node), site.node)
         if site.kind == "branch":
             choose(
-                parents.get(id(site.node), site.node),
+                parent,
                 _Proof(is_marker),
                 f"the device test at line {line} stays a CUDA test: on an NPU this code does not run",
+            )
+        elif site.kind == "skip" and isinstance(parent, ast.If):  # if not torch.cuda.is_available(): raise SkipTest
+            choose(
+                parent, _Proof(is_marker), f"the test is skipped on an NPU (line {line}): this code does not run there"
             )
         elif site.kind in ("flag", "disable"):
             flags = {f.strip() for f in site.flag.split(",")}
