@@ -360,3 +360,27 @@ def test_the_project_scan_reads_every_file_the_new_scans_need():
 
     assert set(frameworks.WORDS) <= set(STATIC_WORDS)
     assert set(installs.WORDS) <= set(STATIC_WORDS)
+
+
+NO_ROUTE = """import torch
+import torch.distributed as dist
+from torch.cuda._graph_annotations import mark_kernels
+
+
+def setup(get_backend):
+    dist.init_process_group(backend=get_backend())
+    mark_kernels()
+    return torch.cuda
+"""
+
+
+def test_errors_and_warnings_without_a_rule_suggestion_still_say_what_to_do():
+    """Unknown torch.cuda names, torch.cuda passed around whole, a backend given as an expression."""
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("setup.py", NO_ROUTE.encode(), load_ruleset())
+    found = [r for r in res.findings if r.level in ("error", "warning")]
+    apis = {r.api for r in found}
+    assert {"torch.distributed.init_process_group", "torch.cuda._graph_annotations.mark_kernels", "torch.cuda"} <= apis
+    assert all(r.suggestion for r in found), [(r.api, r.message) for r in found if not r.suggestion]

@@ -3,7 +3,8 @@ enters it, so a CUDA-only finding there is a note that names the test (transplan
 project/cuda_tests.py). The fixture project ``cuda_guarded`` and its golden report
 ``tests/fixtures/reports/cuda_guarded.tsv``: FastChat's shape (a flag from a predicate that returns
 False off CUDA, then ``if flag:`` with BitsAndBytesConfig), ``and``/``not``/``!=``/``else`` spellings,
-and look-alikes whose branch may run on an NPU (``x.is_cuda or force``, ``device == "cuda" or forced``).
+and look-alikes whose branch may run on an NPU (``x.is_cuda or force``, ``device == "cuda" or forced``);
+a backend argument that calls the project's own hccl chooser (project/backends.py).
 """
 
 from __future__ import annotations
@@ -95,3 +96,12 @@ def test_a_class_only_named_in_isinstance_is_a_note():
     assert found[5].level == "note" and "isinstance/issubclass" in found[5].message
     assert found[7].level == "note"
     assert found[9].level == "warning"  # nn.RNN(4, 4) builds one
+
+
+def test_a_backend_the_project_chooses_itself_is_a_note(rows: list[tuple]):
+    """dist/device.py's get_nccl_backend() returns "hccl" on an NPU (project/backends.py)."""
+    for line in (11, 12):  # backend=get_nccl_backend(), f"cpu:gloo,cuda:{get_nccl_backend()}"
+        row = _at(rows, "dist/launch.py", line, "torch.distributed.init_process_group")
+        assert row[5] == "note" and "get_nccl_backend() gives it" in row[6] and "dist/device.py:8" in row[6]
+    other = _at(rows, "dist/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
+    assert other[5] == "warning" and other[7]

@@ -40,6 +40,10 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)), unreached=conv.unreached)
     conv = _library_context(data, conv, session)
+    if facts.hccl_choosers:  # backend=get_nccl_backend(): the project's own choice
+        from ..project.backends import settle
+
+        conv = Conversion(conv.new, settle(data, conv.records, facts.hccl_choosers), unreached=conv.unreached)
     if any(r.level in ("error", "warning") for r in conv.records):
         from ..project import mentions
         from ..project.cuda_tests import demote  # findings in code an NPU never runs

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from . import cpp_ops, passed
+from . import backends, cpp_ops, passed
 from .registries import npu_registrations
 from .stars import provided, star_targets
 
@@ -78,6 +78,7 @@ class ProjectFacts:
     cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
     npu_registries: frozenset[str] = frozenset()  # functions the project calls with device="npu" (registries.py)
+    hccl_choosers: tuple[tuple[str, str], ...] = ()  # functions that return "hccl" -> "file:line" (backends.py)
     # (option, value) -> where the project's scripts and configs pass it, kept there (passed.py)
     passed_values: tuple[tuple[tuple[str, str], str], ...] = ()
     twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin (twins.py)
@@ -165,6 +166,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     cuda_sources: list[str] = []
     registries: set[str] = set()  # functions called with device="npu" (registries.py)
     passing: dict[tuple[str, str], str] = {}  # (option, value) -> "file:line" (passed.py)
+    choosers: dict[str, str] = {}  # functions that return "hccl" -> "file:line" (backends.py)
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if cpp_ops.is_cuda(rel):
@@ -206,6 +208,11 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                 npu_loaders[rel] = tree or data
             if b"npu" in data:
                 registries |= npu_registrations(data)
+            if backends.WORD in data and b"return" in data:
+                tree = tree or parse(data)
+                if tree is not None:
+                    for name, line in backends.hccl_choosers(tree).items():
+                        choosers.setdefault(name, f"{rel}:{line}")
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -217,6 +224,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         facts = dataclasses.replace(facts, own_packages=own_packages(python_files))
     if registries:
         facts = dataclasses.replace(facts, npu_registries=frozenset(registries))
+    if choosers:
+        facts = dataclasses.replace(facts, hccl_choosers=tuple(sorted(choosers.items())))
     if passing:
         facts = dataclasses.replace(facts, passed_values=tuple(sorted(passing.items())))
     if python_files:
