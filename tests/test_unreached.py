@@ -99,9 +99,9 @@ def test_a_class_only_named_in_isinstance_is_a_note():
 
 
 def test_a_backend_the_project_chooses_itself_is_a_note(rows: list[tuple]):
-    """dist/device.py's get_nccl_backend() returns "hccl" on an NPU (project/backends.py)."""
+    """comm/device.py's get_nccl_backend() returns "hccl" on an NPU (project/backends.py)."""
     for line in (11, 12):  # backend=get_nccl_backend(), f"cpu:gloo,cuda:{get_nccl_backend()}"
-        row = _at(rows, "dist/launch.py", line, "torch.distributed.init_process_group")
-        assert row[5] == "note" and "get_nccl_backend() gives it" in row[6] and "dist/device.py:8" in row[6]
-    other = _at(rows, "dist/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
+        row = _at(rows, "comm/launch.py", line, "torch.distributed.init_process_group")
+        assert row[5] == "note" and "get_nccl_backend() gives it" in row[6] and "comm/device.py:8" in row[6]
+    other = _at(rows, "comm/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
     assert other[5] == "warning" and other[7]
