@@ -103,5 +103,7 @@ def test_a_backend_the_project_chooses_itself_is_a_note(rows: list[tuple]):
     for line in (11, 12):  # backend=get_nccl_backend(), f"cpu:gloo,cuda:{get_nccl_backend()}"
         row = _at(rows, "comm/launch.py", line, "torch.distributed.init_process_group")
         assert row[5] == "note" and "get_nccl_backend() gives it" in row[6] and "comm/device.py:8" in row[6]
+    mapped = _at(rows, "comm/launch.py", 19, "torch.distributed.init_process_group")  # default_device_backend_map
+    assert mapped[5] == "note" and "default_backend() gives it" in mapped[6]
     other = _at(rows, "comm/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
     assert other[5] == "warning" and other[7]

@@ -208,7 +208,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                 npu_loaders[rel] = tree or data
             if b"npu" in data:
                 registries |= npu_registrations(data)
-            if backends.WORD in data and b"return" in data:
+            if any(w in data for w in backends.WORDS) and b"return" in data:
                 tree = tree or parse(data)
                 if tree is not None:
                     for name, line in backends.hccl_choosers(tree).items():

@@ -1,5 +1,7 @@
 """Collective backends the project chooses itself: a function of the project that returns ``"hccl"``
-(``def get_nccl_backend(): return "hccl" if is_npu_available else "nccl"``, verl's device helpers).
+(``def get_nccl_backend(): return "hccl" if is_npu_available else "nccl"``, verl's device helpers), or
+that reads torch's ``Backend.default_device_backend_map`` for the device (torchtitan), where
+torch_npu's registration of its backend puts ``npu: hccl``.
 
 Where ``init_process_group(backend=...)`` (or another backend argument) is given an expression that
 calls such a function (``backend=get_nccl_backend()``, ``f"cpu:gloo,{dev}:{get_nccl_backend()}"``),
@@ -17,17 +19,21 @@ from typing import Iterable
 
 from ..records import Record
 
-WORD = b"hccl"
+WORDS = (b"hccl", b"default_device_backend_map")
+_MAP = "default_device_backend_map"
 _ASKS = "given as an expression"  # engine/calls.py's warning about a backend argument
 
 
 def hccl_choosers(tree: ast.Module) -> dict[str, int]:
-    """Functions of ``tree`` that return a string naming hccl -> their line."""
+    """Functions of ``tree`` that return a string naming hccl, or that read torch's map of default
+    backends per device -> their line."""
     found: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for sub in ast.walk(node):
-                if isinstance(sub, ast.Return) and sub.value is not None and _names_hccl(sub.value):
+                if (isinstance(sub, ast.Return) and sub.value is not None and _names_hccl(sub.value)) or (
+                    isinstance(sub, ast.Attribute) and sub.attr == _MAP
+                ):
                     found.setdefault(node.name, node.lineno)
                     break
     return found
@@ -58,8 +64,9 @@ def settle(data: bytes, records: Iterable[Record], choosers: tuple[tuple[str, st
                 r = dataclasses.replace(
                     r,
                     level="note",
-                    message=f"{r.message.split(';', 1)[0]}: {hit[0]}() gives it, and the project defines it to "
-                    f"return hccl where it runs on an NPU ({hit[1]}): nothing to change",
+                    message=f"{r.message.split(';', 1)[0]}: {hit[0]}() gives it, which the project writes to give "
+                    f"hccl on an NPU ({hit[1]}: it returns hccl there, or reads torch's default backend of the "
+                    "device, which torch_npu registers as hccl): nothing to change",
                     suggestion="",
                 )
         out.append(r)
