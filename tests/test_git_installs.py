@@ -61,6 +61,7 @@ def test_look_alikes_stay_silent(rows: list[tuple]):
     silent = [("requirements.txt", n) for n in (7, 8, 9)]  # transformers, Liger-Kernel unpinned, peft
     silent += [("setup.py", 9), ("pyproject.toml", 7), ("pyproject.toml", 12), ("install.sh", 7)]
     silent += [("docker/Dockerfile", 5), ("setup_env.py", 5)]
+    silent += [("install.sh", 9)]  # vllm cloned beside vllm-ascend, its Ascend plugin
     assert not lines & set(silent)
 
 
@@ -77,6 +78,7 @@ def test_look_alikes_stay_silent(rows: list[tuple]):
         ("git+https://gitlab.com/someone/xformers", "xformers"),  # another repository: by its name
         ("git+https://example.org/x/y.git#egg=bitsandbytes", "bitsandbytes"),
         ("git+https://github.com/mit-han-lab/llm-awq", "tinychat"),
+        ("https://github.com/vllm-project/vllm.git", "vllm"),  # alone it is reported (install.sh:9 has vllm-ascend)
     ],
 )
 def test_url_spellings(url: str, library: str):

@@ -20,6 +20,7 @@ RULE = "packages.json"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _NPU = frozenset({"torch-npu"})
 _TRITON_NPU = frozenset({"triton-ascend"})
+_VLLM_NPU = frozenset({"vllm-ascend"})  # vLLM's Ascend plugin: vllm beside it is its NPU install
 
 
 def normalise(name: str) -> str:
@@ -69,6 +70,13 @@ def url_package(url: str) -> dict | None:
         if repo in (r.lower() for r in entry.get("git", ())):
             return entry
     return package(name)
+
+
+def _repository_name(url: str) -> str:
+    """The last segment of a URL's path without ``.git``, ``@ref`` or a fragment."""
+    tail = url.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    tail = tail.split("@", 1)[0]
+    return tail[: -len(".git")] if tail.endswith(".git") else tail
 
 
 def _shown(entry: dict) -> str:
@@ -139,6 +147,7 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
             and package(named.group(1)) is None
         )
         if url is not None and (bare or direct):
+            names.add(normalise(_repository_name(url.group())))  # git clone .../vllm-ascend.git
             entry = url_package(url.group())
             if entry is not None and "below" not in entry:
                 records.append(
@@ -178,6 +187,8 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
             )
     if names & _TRITON_NPU:  # triton beside triton-ascend: the project already has the NPU route
         records = [r for r in records if r.api != "triton"]
+    if names & _VLLM_NPU:  # vllm installed with vllm-ascend, as its install guide does
+        records = [r for r in records if r.api != "vllm"]
     if torch_at is not None and not names & _NPU:
         records.append(
             _record(
