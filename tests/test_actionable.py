@@ -384,3 +384,26 @@ def test_errors_and_warnings_without_a_rule_suggestion_still_say_what_to_do():
     apis = {r.api for r in found}
     assert {"torch.distributed.init_process_group", "torch.cuda._graph_annotations.mark_kernels", "torch.cuda"} <= apis
     assert all(r.suggestion for r in found), [(r.api, r.message) for r in found if not r.suggestion]
+
+
+NPU_FLAG = """from verl_like.device import is_npu_available
+
+if is_npu_available:
+    from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as Comm
+else:
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator as Comm
+
+if is_gpu_ready:
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+"""
+
+
+def test_cuda_branch_of_an_npu_flag_is_a_note():
+    """``if is_npu_available:`` as a flag (verl) gives NPU its own path as the call does."""
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("comm.py", NPU_FLAG.encode(), load_ruleset())
+    levels = {r.line: (r.level, r.message) for r in res.findings if r.api.startswith("vllm.distributed")}
+    assert levels[6][0] == "note" and "the if at line 3 gives NPU its own path" in levels[6][1]
+    assert levels[9][0] == "error"  # a flag that says nothing of NPU

@@ -2,7 +2,8 @@
 (transplant/project/variants.py, formats/configs.py). The fixture project ``not_the_program`` and
 its golden report ``tests/fixtures/reports/not_the_program.tsv``: Dockerfiles for CUDA beside the
 project's own Ascend Dockerfile, GitHub CI files, an Nsight Systems trace list; look-alikes: the same
-Dockerfiles in a project without Ascend images, a ``cuda,cpu`` list that is no trace list.
+Dockerfiles in a project without Ascend images, a ``cuda,cpu`` list that is no trace list. And vllm
+where the project installs vllm-ascend (project/plugins.py).
 """
 
 from __future__ import annotations
@@ -56,3 +57,18 @@ def test_without_ascend_images_the_cuda_images_stay_warnings(tmp_path: Path):
     found = sheet(convert_project(src, tmp_path / "out"), "Unsupported")
     images = [r for r in found if r[0] in ("Dockerfile", "docker/cu124/Dockerfile.base")]
     assert images and all(r[5] == "warning" for r in images)
+
+
+def test_vllm_where_the_project_installs_vllm_ascend_is_a_note(rows: list[tuple]):
+    serve = {r[1]: r for r in rows if r[0] == "serve.py"}
+    assert serve[1][5] == "note" and "installs vllm-ascend" in serve[1][6]  # from vllm import LLM
+    assert serve[2][5] == "warning"  # vllm._custom_ops: CUDA ops the plugin does not provide
+
+
+def test_without_vllm_ascend_vllm_stays_a_warning(tmp_path: Path):
+    src = tmp_path / "proj"
+    shutil.copytree(PROJECT, src)
+    shutil.rmtree(src / "docker" / "ascend")
+    found = sheet(convert_project(src, tmp_path / "out"), "Unsupported")
+    serve = [r for r in found if r[0] == "serve.py"]  # one row: the two uses differ only in the name
+    assert serve and all(r[5] == "warning" and "vllm-ascend" not in r[6] for r in serve)

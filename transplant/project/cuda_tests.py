@@ -11,7 +11,8 @@ that say so; the conversion's changes inside it are kept.
 
 2. The CUDA side of a branch the project already gives an NPU path: a CUDA-only library's finding
 (TP206) in the ``else`` of ``if is_torch_npu_available():`` (any call whose name says NPU
-availability: ``is_npu_available()``, ``torch.npu.is_available()``, ...), in the body of
+availability: ``is_npu_available()``, ``torch.npu.is_available()``, ..., or such a flag:
+``if is_npu_available:``), in the body of
 ``if not is_npu_available():``, or after ``if is_npu_available(): return ...`` in the same block.
 On an NPU the other path runs: the work is done. Works on a CPython ``ast`` tree.
 
@@ -81,6 +82,9 @@ def _npu_check(test: ast.expr) -> bool | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _npu_check(test.operand)
         return None if inner is None else not inner
+    if isinstance(test, (ast.Name, ast.Attribute)):  # a flag: if is_npu_available: (verl's device helpers)
+        flag = (test.id if isinstance(test, ast.Name) else test.attr).lower()
+        return True if "npu" in flag and ("available" in flag or flag.startswith("is_npu")) else None
     if isinstance(test, ast.Call):
         parts = []
         node: ast.AST = test.func

@@ -56,6 +56,9 @@ def settle(items: Sequence[_Holder], path: Callable[[Any], str], read: Callable[
 
     settle_variants(items, path)
     if read is not None:
+        from .plugins import settle_plugins  # vllm where the project installs vllm-ascend
+
+        settle_plugins(items, path, read)
         _lightning_configs(items, path, read)
     holders = [item for item in items if any(_is_reminder(r) for r in item.records)]
     if not holders:
