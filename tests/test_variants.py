@@ -72,3 +72,10 @@ def test_without_vllm_ascend_vllm_stays_a_warning(tmp_path: Path):
     found = sheet(convert_project(src, tmp_path / "out"), "Unsupported")
     serve = [r for r in found if r[0] == "serve.py"]  # one row: the two uses differ only in the name
     assert serve and all(r[5] == "warning" and "vllm-ascend" not in r[6] for r in serve)
+
+
+def test_a_project_file_beside_its_npu_twin_is_a_note(rows: list[tuple]):
+    twin = [r for r in rows if r[0] == "requirements-cuda.txt"]
+    assert twin and all(r[5] == "note" and "requirements-npu.txt" in r[6] for r in twin)
+    lone = [r for r in rows if r[0] == "requirements-gpu-extra.txt" and r[4] == "xformers"]
+    assert [r[5] for r in lone] == ["warning"]  # requirements-npu-extra.txt does not exist

@@ -35,3 +35,11 @@ def twins(paths: list[str]) -> tuple[tuple[str, str], ...]:
 def _swap(word: str) -> str:
     new = _TWIN[word.lower()]
     return new.upper() if word.isupper() else new
+
+
+def npu_name(name: str) -> str:
+    """``name`` with its backend word swapped (``requirements-cuda.txt`` -> ``requirements-npu.txt``),
+    or "" when it has none."""
+    if _WORD.search(name) is None:
+        return ""
+    return _WORD.sub(lambda m: _swap(m.group(1)), name)

@@ -6,6 +6,9 @@ converted (reminders.settle calls this pass).
   other Dockerfiles for CUDA or ROCm hosts, as it keeps ``nccl_engine.py`` beside ``hccl_engine.py``
   (twins.py): their CUDA base images, CUDA packages and builds are what those hosts need, and the
   NPU route is the project's own Ascend Dockerfile, which the note names.
+* **The CUDA twin of a project file.** ``requirements-cuda.txt`` beside ``requirements-npu.txt``
+  (the name with its backend word swapped, as twins.py pairs Python files): the project lists its
+  NPU dependencies in the twin, and the CUDA file is what CUDA hosts install.
 * **Continuous integration.** Files under ``.github/`` (GitHub Actions workflows and the scripts they
   run) set up the project's CI runners, not the program: a ``cuda`` matrix entry or an
   ``nvidia-smi`` there asks nothing of a port to an NPU.
@@ -19,6 +22,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from ..records import Record
+from .twins import npu_name
 
 _ASCEND = re.compile(r"(?i)ascend|(?<![a-z])(?:npu|cann)(?![a-z])")
 _CI = ".github/"
@@ -37,18 +41,35 @@ def settle_variants(items: Sequence[Any], path: Callable[[Any], str]) -> None:
     """The findings of the files above made notes, in place (``items`` hold ``records``)."""
     dockerfiles = [path(item) for item in items if is_dockerfile(path(item))]
     ascend = sorted(p for p in dockerfiles if _ASCEND.search(p))
+    present = {path(item) for item in items}
     for item in items:
         where = path(item)
+        twin = _twin(where, present)
         if where.startswith(_CI) or f"/{_CI}" in where:
             _demote(
                 item.records, "in the project's CI configuration (.github/): it sets up CI runners, not the program"
             )
+        elif twin:
+            _demote(item.records, f"the CUDA version of {twin}, the project's own NPU version of this file")
         elif ascend and is_dockerfile(where) and where not in ascend:
             more = f" and {len(ascend) - 1} more" if len(ascend) > 1 else ""
             _demote(
                 item.records,
                 f"an image for another accelerator: the project builds its Ascend images itself ({ascend[0]}{more})",
             )
+
+
+def _twin(rel: str, present: set[str]) -> str:
+    """The project's NPU version of a non-Python file named for CUDA (``requirements-cuda.txt`` ->
+    ``requirements-npu.txt``), or ""."""
+    if rel.endswith((".py", ".ipynb")):
+        return ""  # Python twins are kept whole by the conversion itself (twins.py)
+    folder, _, name = rel.rpartition("/")
+    other = npu_name(name)
+    if not other:
+        return ""
+    other = f"{folder}/{other}" if folder else other
+    return other if other != rel and other in present else ""
 
 
 def _demote(records: list[Record], why: str) -> None:
