@@ -2,7 +2,8 @@
 
 A project that already runs on NPU often keeps one module per backend: ``nccl_checkpoint_engine.py``
 beside ``hccl_checkpoint_engine.py``, ``test_correctness_on_gpu.py`` beside
-``test_correctness_on_npu.py``. The CUDA one is what CUDA hosts run; converting it makes a second,
+``test_correctness_on_npu.py``, ``nvtx_profile.py`` beside ``mstx_profile.py`` (verl's profilers).
+The CUDA one is what CUDA hosts run; converting it makes a second,
 worse NPU version and takes the CUDA path away. Owns finding, from the project's file names alone,
 each Python file whose name with its backend word swapped (``nccl``/``hccl``, ``cuda``/``npu``,
 ``gpu``/``npu``) is another file of the same folder; formats/python.py keeps such a file as it is
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import re
 
-_WORD = re.compile(r"(?<![a-z])(nccl|cuda|gpu)(?![a-z])", re.IGNORECASE)
-_TWIN = {"nccl": "hccl", "cuda": "npu", "gpu": "npu"}
+_WORD = re.compile(r"(?<![a-z])(nccl|cuda|gpu|nvtx)(?![a-z])", re.IGNORECASE)
+# nvtx -> mstx: Ascend's MindStudio Tools Extension is the NPU's counterpart of NVIDIA's NVTX markers
+_TWIN = {"nccl": "hccl", "cuda": "npu", "gpu": "npu", "nvtx": "mstx"}
 
 
 def twins(paths: list[str]) -> tuple[tuple[str, str], ...]:
