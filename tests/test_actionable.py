@@ -407,3 +407,29 @@ def test_cuda_branch_of_an_npu_flag_is_a_note():
     levels = {r.line: (r.level, r.message) for r in res.findings if r.api.startswith("vllm.distributed")}
     assert levels[6][0] == "note" and "the if at line 3 gives NPU its own path" in levels[6][1]
     assert levels[9][0] == "error"  # a flag that says nothing of NPU
+
+
+SHARED = """from verl_like.device import is_npu_available
+
+if is_npu_available:
+    from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as PyNcclCommunicator
+else:
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+    from vllm.distributed.device_communicators.pynccl import ncclGetUniqueId
+
+
+def make(pg, device):
+    comm = PyNcclCommunicator(pg, device=device)
+    return comm, ncclGetUniqueId()
+"""
+
+
+def test_a_use_of_a_name_both_sides_of_an_npu_path_import_is_a_note():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("comm.py", SHARED.encode(), load_ruleset())
+    uses = {r.message.split(" (from ", 1)[0]: r for r in res.findings if r.line in (11, 12)}
+    comm = uses["vllm.distributed.device_communicators.pynccl.PyNcclCommunicator"]
+    assert comm.level == "note" and "binds this name to its NPU version" in comm.message
+    assert uses["vllm.distributed.device_communicators.pynccl.ncclGetUniqueId"].level != "note"  # CUDA side only

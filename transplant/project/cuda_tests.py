@@ -14,7 +14,8 @@ that say so; the conversion's changes inside it are kept.
 availability: ``is_npu_available()``, ``torch.npu.is_available()``, ..., or such a flag:
 ``if is_npu_available:``), in the body of
 ``if not is_npu_available():``, or after ``if is_npu_available(): return ...`` in the same block.
-On an NPU the other path runs: the work is done. Works on a CPython ``ast`` tree.
+On an NPU the other path runs: the work is done; and so is a use, after such an if, of a name that
+both of its sides import (the NPU side binds it on an NPU). Works on a CPython ``ast`` tree.
 
 3. The code a device test kept as a CUDA test chooses (``transplant.guards.unreached``: the body of
 ``if x.is_cuda:``, of ``if cpu_offloading:`` where the flag comes from a device test): a CUDA-only
@@ -131,6 +132,39 @@ def npu_path_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
     return spans
 
 
+def shared_names(tree: ast.Module) -> dict[str, int]:
+    """What the CUDA side of an NPU path imports under a name its NPU side binds too (``if
+    is_npu_available: from vllm_ascend... import PyHcclCommunicator as PyNcclCommunicator else: from
+    vllm... import PyNcclCommunicator``): qualified name on the CUDA side -> the if's line. A use of
+    that name after the if is whichever the branch bound: the NPU one on an NPU."""
+    out: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or (check := _npu_check(node.test)) is None:
+            continue
+        npu_side, cuda_side = (node.body, node.orelse) if check else (node.orelse, node.body)
+        bound_npu = {name for stmt in npu_side for name in _imported(stmt)}
+        for stmt in cuda_side:
+            for name, qualified in _imported(stmt).items():
+                if name in bound_npu:
+                    out.setdefault(qualified, node.lineno)
+    return out
+
+
+def _imported(stmt: ast.stmt) -> dict[str, str]:
+    from .pynames import import_bindings
+
+    found: dict[str, str] = {}
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update(import_bindings(node))
+    return found
+
+
+def _used_name(r: Record) -> str:
+    """The qualified name a library finding is about: its message starts with it ("X (from m): ...")."""
+    return r.message.split(" (from ", 1)[0] if " (from " in r.message else r.api
+
+
 def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int, int, str]] = ()) -> list[Record]:
     """``records`` with the errors and warnings inside CUDA-only tests made notes, and the CUDA-only
     findings in ``unreached`` ((first line, last line, why): code only CUDA enters)."""
@@ -148,6 +182,13 @@ def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int
         return records
     spans = cuda_only_spans(tree)
     other_paths = npu_path_spans(tree) if b"npu" in data.lower() else []
+    shared = shared_names(tree) if other_paths else {}
+    imports = {
+        line
+        for node in (ast.walk(tree) if shared else ())
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }  # an import of the name elsewhere is an import of the CUDA module, not a use of the shared name
     for r in records:
         if r.level not in ("error", "warning"):
             continue
@@ -160,4 +201,9 @@ def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int
         if at is not None and r.code == LIBRARY:
             r.level = "note"
             r.message += f" (the if at line {at} gives NPU its own path: this code runs only where there is no NPU)"
+        elif r.code == LIBRARY and r.line not in imports and (used := _used_name(r)) in shared:
+            r.level = "note"
+            r.message += (
+                f" (the if at line {shared[used]} binds this name to its NPU version on an NPU: this use runs that one)"
+            )
     return records
