@@ -107,3 +107,43 @@ def test_a_backend_the_project_chooses_itself_is_a_note(rows: list[tuple]):
     assert mapped[5] == "note" and "default_backend() gives it" in mapped[6]
     other = _at(rows, "comm/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
     assert other[5] == "warning" and other[7]
+
+
+ATTEMPT = """import torch
+
+
+def fp8_ok():
+    try:
+        x = torch.randn(2).to(torch.float8_e5m2)
+    except Exception:
+        return False
+    return x is not None
+
+
+def fp8_probe():
+    has_fp8 = True
+    try:
+        torch.randn(2).to(torch.float8_e5m2)
+    except Exception:
+        has_fp8 = False
+    return has_fp8
+
+
+def fp8_logged():
+    try:
+        torch.randn(2).to(torch.float8_e5m2)
+    except Exception:
+        print("no fp8")
+        raise
+"""
+
+
+def test_a_finding_in_a_try_that_falls_back_is_a_note():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("fp8.py", ATTEMPT.encode(), load_ruleset())
+    found = {r.line: r for r in res.findings if r.api.startswith("torch.float8")}
+    assert found[15].level == "note" and "except clause at line 16 falls back" in found[15].message
+    assert found[6].level != "note"  # the handler only returns: it binds nothing
+    assert found[23].level != "note"  # it raises again

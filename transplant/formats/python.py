@@ -48,7 +48,10 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
         from ..project import mentions
         from ..project.cuda_tests import demote  # findings in code an NPU never runs
 
+        from ..project import attempts
+
         records = mentions.demote(data, demote(data, conv.records, conv.unreached))  # and names it only tests
+        records = attempts.demote(data, records)  # and attempts with a fallback
         conv = Conversion(conv.new, records)
     return conv
 
