@@ -147,3 +147,32 @@ def test_a_finding_in_a_try_that_falls_back_is_a_note():
     assert found[15].level == "note" and "except clause at line 16 falls back" in found[15].message
     assert found[6].level != "note"  # the handler only returns: it binds nothing
     assert found[23].level != "note"  # it raises again
+
+
+CUDA_BUILD = """import torch
+import torch.distributed as dist
+from torch.cuda import nccl
+
+
+def bfloat_support():
+    return (
+        torch.version.cuda
+        and torch.cuda.is_bf16_supported()
+        and dist.is_nccl_available()
+        and nccl.version() >= (2, 10)
+    )
+
+
+def nccl_version():
+    return nccl.version()
+"""
+
+
+def test_code_after_torch_version_cuda_is_a_note():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("env.py", CUDA_BUILD.encode(), load_ruleset())
+    found = {r.line: r for r in res.findings if r.api == "torch.cuda.nccl"}
+    assert found[11].level == "note" and "after torch.version.cuda at line 8" in found[11].message
+    assert found[16].level == "error"  # no such test in front of it

@@ -21,6 +21,9 @@ both of its sides import (the NPU side binds it on an NPU). Works on a CPython `
 ``if x.is_cuda:``, of ``if cpu_offloading:`` where the flag comes from a device test): a CUDA-only
 finding there (a library, a custom operator, a build, an API with no NPU counterpart) fails
 nothing on an NPU, since the test keeps NPU out; a note that names the test.
+
+4. What only a CUDA build of torch runs: the rest of ``torch.version.cuda and ...``, the body of
+``if torch.version.cuda:`` (None in the torch an NPU host runs).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import ast
 from typing import Iterable
 
 from ..records import CODES, Record
+from .pynames import parse as parse_tree
 
 WORDS = (b"min_cuda_gpus", b"min_gpus", b"skipif", b"npu")
 LIBRARY = CODES["library"]
@@ -160,6 +164,36 @@ def _imported(stmt: ast.stmt) -> dict[str, str]:
     return found
 
 
+def _cuda_build(node: ast.AST) -> bool:
+    """``torch.version.cuda`` (or ``torch.version.cuda is not None``): None in the torch build an NPU
+    host runs (torch's CPU wheel beside torch_npu)."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.IsNot):
+        node = node.left
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "cuda"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "version"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "torch"
+    )
+
+
+def cuda_build_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
+    """(first line, last line, the test's line) of code that runs only with a CUDA build of torch:
+    what follows ``torch.version.cuda`` in an ``and`` chain, the body of ``if torch.version.cuda:``."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            at = next((i for i, v in enumerate(node.values) if _cuda_build(v)), None)
+            if at is not None and at + 1 < len(node.values):
+                rest = node.values[at + 1 :]
+                spans.append((rest[0].lineno, max(v.end_lineno or v.lineno for v in rest), node.values[at].lineno))
+        elif isinstance(node, (ast.If, ast.While)) and _cuda_build(node.test) and node.body:
+            spans.append((node.body[0].lineno, max(b.end_lineno or b.lineno for b in node.body), node.test.lineno))
+    return spans
+
+
 def _used_name(r: Record) -> str:
     """The qualified name a library finding is about: its message starts with it ("X (from m): ...")."""
     return r.message.split(" (from ", 1)[0] if " (from " in r.message else r.api
@@ -169,6 +203,20 @@ def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int
     """``records`` with the errors and warnings inside CUDA-only tests made notes, and the CUDA-only
     findings in ``unreached`` ((first line, last line, why): code only CUDA enters)."""
     records = list(records)
+    if b"version.cuda" in data and any(r.code in UNREACHED and r.level in ("error", "warning") for r in records):
+        tree = parse_tree(data)
+        found = cuda_build_spans(tree) if tree is not None else []
+        unreached = [
+            *unreached,
+            *(
+                (
+                    a,
+                    b,
+                    f"after torch.version.cuda at line {at}, which is None in an NPU host's torch: this code does not run there",
+                )
+                for a, b, at in found
+            ),
+        ]
     for start, end, why in unreached:
         for r in records:
             if r.level in ("error", "warning") and r.code in UNREACHED and start <= r.line <= end:
