@@ -234,6 +234,22 @@ def test_cuda_backend_switches_of_the_support_lists_are_notes():
     assert switches and all(r["level"] == "note" and "no effect on NPU" in r["message"] for r in switches)
 
 
+@pytest.mark.parametrize("version", ["2.9", "2.12", "2.13"])
+def test_support_list_entries_that_ask_nothing_are_notes(version: str):
+    """tools/gen_support.py: CUDA's kernel switches, torch.compile's helpers and the settings torch
+    keeps on the host are notes with a suggestion; the subsystems stay warnings with their route."""
+    path = rules_dir() / "npu_support" / f"unsupported_{version}.json"
+    rules = {r["name"]: r for r in json.loads(path.read_text(encoding="utf-8"))["rules"]["UnsupportedRule"]}
+    quiet = [
+        n for n in rules if n.startswith(("torch.backends.cuda.", "torch.compiler.", "torch.backends.opt_einsum."))
+    ]
+    quiet += [n for n in ("torch.is_deterministic_algorithms_warn_only_enabled",) if n in rules]
+    assert quiet
+    for name in quiet:
+        assert rules[name]["level"] == "note" and rules[name]["suggestion"].startswith("nothing to rewrite"), name
+    assert rules["torch.export.export"]["level"] == "warning" and "CPU" in rules["torch.export.export"]["suggestion"]
+
+
 CUDA_ONLY_TEST = """import pytest
 import torch
 import bitsandbytes as bnb
@@ -344,3 +360,76 @@ def test_the_project_scan_reads_every_file_the_new_scans_need():
 
     assert set(frameworks.WORDS) <= set(STATIC_WORDS)
     assert set(installs.WORDS) <= set(STATIC_WORDS)
+
+
+NO_ROUTE = """import torch
+import torch.distributed as dist
+from torch.cuda._graph_annotations import mark_kernels
+
+
+def setup(get_backend):
+    dist.init_process_group(backend=get_backend())
+    mark_kernels()
+    return torch.cuda
+"""
+
+
+def test_errors_and_warnings_without_a_rule_suggestion_still_say_what_to_do():
+    """Unknown torch.cuda names, torch.cuda passed around whole, a backend given as an expression."""
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("setup.py", NO_ROUTE.encode(), load_ruleset())
+    found = [r for r in res.findings if r.level in ("error", "warning")]
+    apis = {r.api for r in found}
+    assert {"torch.distributed.init_process_group", "torch.cuda._graph_annotations.mark_kernels", "torch.cuda"} <= apis
+    assert all(r.suggestion for r in found), [(r.api, r.message) for r in found if not r.suggestion]
+
+
+NPU_FLAG = """from verl_like.device import is_npu_available
+
+if is_npu_available:
+    from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as Comm
+else:
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator as Comm
+
+if is_gpu_ready:
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+"""
+
+
+def test_cuda_branch_of_an_npu_flag_is_a_note():
+    """``if is_npu_available:`` as a flag (verl) gives NPU its own path as the call does."""
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("comm.py", NPU_FLAG.encode(), load_ruleset())
+    levels = {r.line: (r.level, r.message) for r in res.findings if r.api.startswith("vllm.distributed")}
+    assert levels[6][0] == "note" and "the if at line 3 gives NPU its own path" in levels[6][1]
+    assert levels[9][0] == "error"  # a flag that says nothing of NPU
+
+
+SHARED = """from verl_like.device import is_npu_available
+
+if is_npu_available:
+    from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as PyNcclCommunicator
+else:
+    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+    from vllm.distributed.device_communicators.pynccl import ncclGetUniqueId
+
+
+def make(pg, device):
+    comm = PyNcclCommunicator(pg, device=device)
+    return comm, ncclGetUniqueId()
+"""
+
+
+def test_a_use_of_a_name_both_sides_of_an_npu_path_import_is_a_note():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("comm.py", SHARED.encode(), load_ruleset())
+    uses = {r.message.split(" (from ", 1)[0]: r for r in res.findings if r.line in (11, 12)}
+    comm = uses["vllm.distributed.device_communicators.pynccl.PyNcclCommunicator"]
+    assert comm.level == "note" and "binds this name to its NPU version" in comm.message
+    assert uses["vllm.distributed.device_communicators.pynccl.ncclGetUniqueId"].level != "note"  # CUDA side only

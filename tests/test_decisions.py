@@ -311,7 +311,12 @@ def test_twins_are_found_by_name_in_the_same_folder():
 
     paths = ["a/nccl_engine.py", "a/hccl_engine.py", "t/test_on_gpu.py", "t/test_on_npu.py", "b/nccl_engine.py"]
     paths += ["x/cuda_utils.py", "y/npu_utils.py", "nccl.py"]  # another folder, no twin: not twins
-    assert twins(paths) == (("a/nccl_engine.py", "a/hccl_engine.py"), ("t/test_on_gpu.py", "t/test_on_npu.py"))
+    paths += ["p/nvtx_profile.py", "p/mstx_profile.py", "p/nvtxt.py", "p/mstxt.py"]  # NVTX and Ascend's mstx
+    assert twins(paths) == (
+        ("a/nccl_engine.py", "a/hccl_engine.py"),
+        ("p/nvtx_profile.py", "p/mstx_profile.py"),
+        ("t/test_on_gpu.py", "t/test_on_npu.py"),
+    )
 
 
 def test_other_backends_beside_the_npu_file_are_twins_too():

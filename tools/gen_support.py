@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rules" / "npu_support"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_rules import METHOD_CLASSES, subsystem_suggestion  # noqa: E402  (a sibling tool, run from anywhere)
+from gen_rules import COMPILE_HELPERS, CUDA_BACKEND_SWITCHES, METHOD_CLASSES, subsystem_suggestion  # noqa: E402  (a sibling tool, run from anywhere)
 
 # PyTorch version -> (commit of Ascend/pytorch, folder of its support list)
 SOURCES = {
@@ -179,6 +179,38 @@ def english(limits: str) -> str:
 NOT_REPORTED = {"torch.nn.Module.npu", "torch.Tensor.npu"}
 
 
+# Settings torch keeps for itself on the host, whatever the device: how einsum orders its
+# contractions, whether determinism only warns. Setting or reading them fails nothing on an NPU.
+HOST_SETTINGS = (
+    "torch.backends.opt_einsum.",
+    "torch.is_deterministic_algorithms_warn_only_enabled",
+    "torch.are_deterministic_algorithms_enabled",
+    "torch.get_deterministic_debug_mode",
+)
+
+
+def _note_kind(name: str) -> tuple[str, str] | None:
+    """(why, suggestion) for an API listed as unsupported whose use asks nothing of a port (the older
+    lists' rules in gen_rules.py say the same of CUDA's kernel switches and torch.compile's helpers)."""
+    if name.startswith(CUDA_BACKEND_SWITCHES):
+        return (
+            "a switch of CUDA's kernels, which has no effect on NPU",
+            "nothing to rewrite: torch_npu chooses its own kernels (SDPA runs its fused kernel)",
+        )
+    if name.startswith(COMPILE_HELPERS) and name != "torch.compiler.compile":
+        return (
+            "it only steers torch.compile",
+            "nothing to rewrite here; torch.compile itself runs on the NPU through torch_npu's graph mode "
+            "(backend=torch_npu.dynamo.torchair.get_npu_backend())",
+        )
+    if name.startswith(HOST_SETTINGS):
+        return (
+            "a setting torch keeps on the host, whatever the device",
+            "nothing to rewrite: setting or reading it fails nothing on an NPU",
+        )
+    return None
+
+
 def rule_for(api: dict, version: str, commit: str, page: str) -> dict | None:
     if api["name"] in NOT_REPORTED:
         return None
@@ -199,10 +231,15 @@ def rule_for(api: dict, version: str, commit: str, page: str) -> dict | None:
             "note",
             f"not supported on {', '.join(missing)} with PyTorch {version} (runs on {', '.join(runs)})",
         )
+    quiet = _note_kind(name) if level == "warning" else None
+    if quiet is not None:
+        level, said = "note", f"{said}: {quiet[0]}"
     entry: dict = {"name": name, "level": level, "message": said}
     if api.get("limits"):
         entry["message"] += f"; limits on NPU: {english(api['limits'])}"
-    if level == "note":
+    if quiet is not None:
+        entry["suggestion"] = quiet[1]
+    elif level == "note":
         entry["suggestion"] = (
             f"nothing to change for {', '.join(runs)}; on {', '.join(missing)} avoid it or run it on the CPU"
         )

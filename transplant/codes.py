@@ -201,7 +201,7 @@ TABLE: tuple[Code, ...] = (
         "warning",
         "CUDA capability probe (device properties' CUDA fields, torch.version.cuda, GPU model names)",
         "CUDA capability probe: CUDA/ROCm fields of device properties (the query kept), `torch.version.cuda`/`hip` "
-        "in a test (note), a GPU model name test (warning)",
+        "in a test (note), a GPU model name test (warning); a note where the probe's CUDA guard stays",
     ),
     Code(
         "TP243",
@@ -209,7 +209,8 @@ TABLE: tuple[Code, ...] = (
         "capability-number",
         "warning",
         "CUDA compute capability read as a number: the CUDA query is kept",
-        "`torch.cuda.get_device_capability()` read as a number: kept as the CUDA query behind its CUDA guard (warning)",
+        "`torch.cuda.get_device_capability()` read as a number: kept as the CUDA query (warning: without a CUDA "
+        "guard it raises on an NPU host; a note behind its CUDA guard, which an NPU run does not pass)",
     ),
     Code(
         "TP301",

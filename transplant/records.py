@@ -77,6 +77,9 @@ class Conversion(Recorded):
 
     new: bytes | None  # None when nothing changed
     records: list[Record] = field(default_factory=list)
+    # (first line, last line, why) of code that a device test kept as a CUDA test chooses: an NPU run
+    # never enters it (transplant.guards.unreached; project/cuda_tests.py makes its findings notes)
+    unreached: list[tuple[int, int, str]] = field(default_factory=list)
 
 
 class SourceError(Exception):

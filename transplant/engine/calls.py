@@ -228,6 +228,7 @@ class CallHandlers(State):
                         rule,
                         api=rule["func_name"],
                         level="warning",
+                        suggestion=f"make sure the expression gives {target} on an NPU (a helper that tests for NPU)",
                     )
                 return False
         else:

@@ -159,7 +159,15 @@ class NamedStringHandlers(State):
         if rule is not None:
             self._finding(anchor, full, rule)
         else:
-            self.record(anchor, "no_counterpart", namespace.message(full), None, api=full, level="error")
+            self.record(
+                anchor,
+                "no_counterpart",
+                namespace.message(full),
+                None,
+                api=full,
+                level="error",
+                suggestion=namespace.suggestion(full),
+            )
 
     def _named_string(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
         """``updated`` with the API name it holds moved to its new name (see the module docstring)."""

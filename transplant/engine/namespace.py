@@ -53,3 +53,13 @@ def message(qualified: str) -> str:
         f"{qualified}: not in transplant's torch.cuda table, so no torch_npu counterpart is known; "
         f"look for it in {COUNTERPART}, or rewrite this code by hand for NPU"
     )
+
+
+def suggestion(qualified: str) -> str:
+    """What to do about an unknown name under torch.cuda (every error says what to do)."""
+    if qualified == NAMESPACE:
+        return f"use {COUNTERPART} where the module is chosen (or torch.accelerator's device-neutral API)"
+    return (
+        f"look for the same name in {COUNTERPART} (torch_npu's public names); a private CUDA helper "
+        "(CUDA graphs, NVTX, cuBLAS) has none: keep this step on the CUDA path and give NPU its own"
+    )

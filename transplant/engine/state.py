@@ -124,6 +124,7 @@ class State(cst.CSTTransformer):
         level: str = "fix",
         needs_npu: bool | None = None,
         operation: str | None = None,
+        suggestion: str = "",
     ) -> bool:
         if id(anchor) in self.excluded:
             return False
@@ -144,8 +145,7 @@ class State(cst.CSTTransformer):
         operation = OPERATION.get(kind, "") if operation is None else operation
         if level == "fix" and rule is not None and rule.get("message"):
             message = f"{message} ({rule['message']})"  # what the rule's author wants users to know
-        suggestion = ""
-        if rule is not None and level != "fix":
+        if rule is not None and level != "fix" and not suggestion:
             suggestion = rule.get("suggestion", "")
         self.pending.append(
             Pending(

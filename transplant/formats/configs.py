@@ -92,6 +92,44 @@ def _code_part(line: bytes, is_json: bool) -> bytes:
     return code.encode("latin-1")
 
 
+# the APIs Nsight Systems traces besides CUDA (nsys profile --trace=cuda,nvtx,osrt,cublas,...)
+_NSIGHT_APIS = frozenset(
+    {
+        "nvtx",
+        "osrt",
+        "cublas",
+        "cublas-verbose",
+        "cudnn",
+        "cusparse",
+        "cusparse-verbose",
+        "ucx",
+        "mpi",
+        "oshmem",
+        "opengl",
+        "opengl-annotations",
+        "openacc",
+        "openmp",
+        "nvvideo",
+        "vulkan",
+        "dx11",
+        "dx12",
+        "wddm",
+        "nvtx-ext",
+    }
+)
+
+
+def _nsight_trace(code: bytes, start: int, end: int) -> bool:
+    """Is the value at ``code[start:end]`` an item of a comma-separated list that names another API
+    Nsight Systems traces (``trace: "cuda,nvtx,cublas,ucx"``)?"""
+    left = max(code.rfind(c, 0, start) for c in (b" ", b'"', b"'", b"=", b":", b"[")) + 1
+    right = min(
+        [i for i in (code.find(c, end) for c in (b" ", b'"', b"'", b"\n", b"]", b"#")) if i >= 0] or [len(code)]
+    )
+    items = code[left:right].split(b",")
+    return len(items) > 1 and any(item.strip().decode("latin-1") in _NSIGHT_APIS for item in items)
+
+
 def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conversion:
     """``rules``: their environment variables are renamed or reported where the file names them
     (``environment: {CUDA_VISIBLE_DEVICES: "0"}``, ``- NCCL_DEBUG=INFO``), as in shell scripts."""
@@ -141,6 +179,23 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
             if m.start() in changed or descriptive or _is_key(code, m, is_json):
                 continue
             value = m.group(1).decode()
+            if _nsight_trace(code, m.start(), m.end()):  # trace: "cuda,nvtx,cublas": Nsight Systems' APIs to trace
+                records.append(
+                    Record(
+                        number,
+                        m.start() + 1,
+                        number,
+                        m.end() + 1,
+                        CODES["project_file"],
+                        "note",
+                        "configuration",
+                        f"'{value}' in a list of APIs for NVIDIA's Nsight Systems to trace: the profiler's own "
+                        "setting, which nothing on an NPU reads (profile there with torch_npu.profiler or msprof)",
+                        RULE,
+                        api=value,
+                    )
+                )
+                continue
             records.append(
                 Record(
                     number,

@@ -38,12 +38,21 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
         if found:  # a project finding replaces the engine's generic one of the same API at the same line
             mine = {(r.line, r.api) for r in found}
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
-            conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
+            conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)), unreached=conv.unreached)
     conv = _library_context(data, conv, session)
-    if any(r.level in ("error", "warning") for r in conv.records):
-        from ..project.cuda_tests import demote  # findings inside tests that run only with CUDA GPUs
+    if facts.hccl_choosers:  # backend=get_nccl_backend(): the project's own choice
+        from ..project.backends import settle
 
-        conv = Conversion(conv.new, demote(data, conv.records))
+        conv = Conversion(conv.new, settle(data, conv.records, facts.hccl_choosers), unreached=conv.unreached)
+    if any(r.level in ("error", "warning") for r in conv.records):
+        from ..project import mentions
+        from ..project.cuda_tests import demote  # findings in code an NPU never runs
+
+        from ..project import attempts
+
+        records = mentions.demote(data, demote(data, conv.records, conv.unreached))  # and names it only tests
+        records = attempts.demote(data, records)  # and attempts with a fallback
+        conv = Conversion(conv.new, records)
     return conv
 
 
@@ -56,14 +65,14 @@ def _library_context(data: bytes, conv: Conversion, session: Session) -> Convers
 
     facts = session.facts
     built = frozenset(m.name for m in facts.modules if m.cuda)
-    return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built))
+    return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built), unreached=conv.unreached)
 
 
 def twin_note(twin: str, path: str = "") -> Record:
     from ..project.twins import backend
 
     word = backend(path) if path else "CUDA"
-    if word in ("CUDA", "NCCL", "GPU", ""):
+    if word in ("CUDA", "NCCL", "GPU", "NVTX", ""):
         message = (
             f"kept as it is: the CUDA version of {twin}, the project's own NPU version of this file "
             "(an NPU run uses that one; converting this one would take the CUDA path away)"

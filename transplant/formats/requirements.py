@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..project.packages import requirement_records
+from ..project.packages import package, requirement_records
 from ..records import SKIP_LINE, Conversion, Record, skips_file
 from ..session import Session
 
@@ -41,25 +41,33 @@ def pip_install_items(number: int, line: str) -> list[tuple[int, int, str]]:
     if not m:
         return []
     items = []
+    after_at = False
     for word in re.finditer(r"\S+", line[m.end() :]):
         text = word.group().strip("\"'")
         if text in ("&&", ";", "||", "|", "\\"):
             break
-        if text.startswith("-") and "download.pytorch.org" not in text:
+        if (text.startswith("-") and "download.pytorch.org" not in text) or text == "@" or after_at:
+            after_at = text == "@"  # name @ URL unquoted: the name says it
             continue
         items.append((number, m.end() + word.start() + 1, text))
     return items
 
 
+_CLONE = re.compile(r"\bgit\s+clone\b(?:\s+-\S+(?:\s+(?!\S*://)\S+)?)*?\s+(\S+://\S+|git@\S+)")
+
+
 def pip_records(data: bytes) -> list[Record]:
     """Findings for the ``pip install`` commands of a shell script or Dockerfile (no reminder about
-    torch_npu: a script may install torch and torch_npu in different steps or files)."""
-    if b"pip" not in data:
+    torch_npu: a script may install torch and torch_npu in different steps or files), and for the
+    ``git clone`` of a CUDA-only package's repository, which the script then builds."""
+    if b"pip" not in data and b"clone" not in data:
         return []
     items = []
     for number, line in enumerate(data.splitlines(), start=1):
         if not SKIP_LINE.search(line) and not line.lstrip().startswith(b"#"):
-            items += pip_install_items(number, line.decode("utf-8", "replace"))
+            text = line.decode("utf-8", "replace")
+            items += pip_install_items(number, text)
+            items += [(number, m.start(1) + 1, m.group(1).strip("\"'")) for m in _CLONE.finditer(text)]
     return [r for r in requirement_records(items) if r.api != "torch_npu"]
 
 
@@ -76,6 +84,7 @@ def toml_code(raw: str) -> str:
     return raw
 
 
+_POETRY_GIT = re.compile(r"""\bgit\s*=\s*["']([^"']+)["']""")
 # tables of pyproject.toml that name package indexes by url (uv, Poetry, PDM)
 _INDEX_TABLES = ("tool.uv.index", "tool.poetry.source", "tool.pdm.source")
 
@@ -97,7 +106,11 @@ def pyproject_items(text: str) -> list[tuple[int, int, str]]:
         if key:
             array_key = key.group(1).strip('"') if "[" in line[key.end() :] else ""
             if table.endswith("dependencies") and table.startswith("tool.poetry") and not array_key:
-                items.append((number, key.start(1) + 1, key.group(1).strip('"')))
+                name = key.group(1).strip('"')
+                items.append((number, key.start(1) + 1, name))
+                git = _POETRY_GIT.search(line)
+                if git and package(name) is None:  # flash-attention = { git = "https://github.com/Dao-AILab/..." }
+                    items.append((number, git.start(1) + 1, "git+" + git.group(1)))
                 continue
         if key and key.group(1) == "url" and table in _INDEX_TABLES:  # a package index: CUDA wheels?
             for m in _QUOTED.finditer(line):

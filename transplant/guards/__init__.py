@@ -14,7 +14,8 @@ code needs (markers.py), or, for a file on disk, imports one of the project's mo
 inside them and converts again) and the findings (TP240-TP243), merged into the conversion by
 ``Guards.apply``. Modules: sites.py (device tests and what they choose), reach.py (CUDA-only code
 and what a region reaches), crossfile.py (what the project's other modules reach), markers.py (the
-words CUDA-only code needs), probes.py (capability probes).
+words CUDA-only code needs), probes.py (capability probes), unreached.py (the code a kept test
+chooses: an NPU run never enters it, so its CUDA-only findings become notes).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .markers import DEVICE_TEST, marks
 from .probes import probes
 from .reach import Reach
 from .sites import Sites
+from .unreached import spans as unreached_spans
 
 Span = tuple[int, int, int, int]
 KINDS = {
@@ -59,6 +61,7 @@ class Guards:
     records: list[Record] = field(default_factory=list)
     replaces: set[tuple[int, str]] = field(default_factory=set)  # (line, api) of engine findings said better here
     risks: dict[int, str] = field(default_factory=dict)  # line -> a warning for the changes made on it
+    unreached: list[tuple[int, int, str]] = field(default_factory=list)  # code only CUDA enters (unreached.py)
 
     def keeps(self, pos: Span) -> bool:
         """Is a node at ``pos`` inside a span that stays as it is?"""
@@ -77,7 +80,7 @@ class Guards:
             records.append(r)
         records += [r for r in self.records if r.line not in skip]
         records.sort(key=lambda r: (r.line, r.col, r.code))
-        return Conversion(conv.new, records)
+        return Conversion(conv.new, records, unreached=[*conv.unreached, *self.unreached])
 
 
 def _with_warning(record: Record, text: str) -> Record:
@@ -115,6 +118,16 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
         return None
     lines = source_lines(source)
     guards = Guards()
+
+    def is_marker(node: ast.AST) -> bool:
+        return sites.marker(node) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in sites.predicates
+            and node.func.id not in names
+        )
+
+    guards.unreached = unreached_spans(kept, sites.tests, parents, sites.after, is_marker)
 
     def span(node) -> Span:
         end = node.end_lineno or node.lineno
@@ -197,12 +210,15 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
                 "(torch_npu.npu.get_device_capability() returns None, so a comparison, index or unpacking "
                 "of it would raise TypeError)"
             )
-            add(probe.node, CODES["capability"], "warning", message + guard, probe.suggestion, probe.api)
+            # behind its CUDA guard nothing fails on an NPU: what the NPU path should do is the guard's
+            # note (TP240) to read, so the query is a note too (docs/reports.md, "Levels")
+            level = "note" if guarded_here else "warning"
+            add(probe.node, CODES["capability"], level, message + guard, probe.suggestion, probe.api)
         else:
             add(
                 probe.node,
                 CODES["probe"],
-                probe.level,
+                "note" if guarded_here and probe.keep is not None else probe.level,
                 probe.message + (guard if probe.keep is not None else ""),
                 probe.suggestion,
                 probe.api,

@@ -228,9 +228,8 @@ class Sites:
                 signs = self.signs(stmt.test) if self.may(stmt.test) else set()
                 if signs:
                     raises = -1 in signs and isinstance(stmt.body[-1], ast.Raise)
-                    self._keep(
-                        stmt.test, "raise" if raises else "branch", [stmt.test, *self._chosen(stmt, signs)], klass
-                    )
+                    kind = ("skip" if _skips(stmt.body[-1]) else "raise") if raises else "branch"
+                    self._keep(stmt.test, kind, [stmt.test, *self._chosen(stmt, signs)], klass)
                     if signs == {-1} and isinstance(stmt, ast.If) and not self.kept_last(stmt.test):
                         self._disables(stmt, klass)
             elif isinstance(stmt, ast.Assert):
@@ -356,6 +355,15 @@ class Sites:
 def _answers(stmt: ast.If) -> bool:
     """Does a branch of ``stmt`` return a constant (True, False, None, a number or a string)?"""
     return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) for n in (*stmt.body, *stmt.orelse))
+
+
+def _skips(stmt: ast.stmt) -> bool:
+    """``raise unittest.SkipTest(...)`` (or ``pytest.skip.Exception``): a test skipped, not a failure."""
+    exc = stmt.exc if isinstance(stmt, ast.Raise) else None
+    if isinstance(exc, ast.Call):
+        exc = exc.func
+    name = exc.attr if isinstance(exc, ast.Attribute) else exc.id if isinstance(exc, ast.Name) else ""
+    return name == "SkipTest" or (name == "Exception" and "skip" in ast.unparse(exc or ast.Pass()))
 
 
 def _off_targets(body: list[ast.stmt]) -> list[ast.expr]:

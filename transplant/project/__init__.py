@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from . import cpp_ops, passed
+from . import backends, cpp_ops, passed
 from . import npu_support as npu_support_of
 from .registries import npu_registrations
 from .stars import provided, star_targets
@@ -79,6 +79,7 @@ class ProjectFacts:
     cuda_programs: tuple[tuple[str, tuple[str, ...]], ...] = ()
     own_packages: frozenset[str] = frozenset()  # the project's top-level packages (library_context.py)
     npu_registries: frozenset[str] = frozenset()  # functions the project calls with device="npu" (registries.py)
+    hccl_choosers: tuple[tuple[str, str], ...] = ()  # functions that return "hccl" -> "file:line" (backends.py)
     # (option, value) -> where the project's scripts and configs pass it, kept there (passed.py)
     passed_values: tuple[tuple[tuple[str, str], str], ...] = ()
     twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin (twins.py)
@@ -169,6 +170,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     registries: set[str] = set()  # functions called with device="npu" (registries.py)
     passing: dict[tuple[str, str], str] = {}  # (option, value) -> "file:line" (passed.py)
     npu_support = ""  # the first sign that the project already runs on NPU (npu_support.py)
+    choosers: dict[str, str] = {}  # functions that return "hccl" -> "file:line" (backends.py)
     for rel, path in files:
         is_py = rel.lower().endswith((".py", ".pyw"))
         if cpp_ops.is_cuda(rel):
@@ -219,6 +221,11 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                     if sign is None and rel.rsplit("/", 1)[-1] == "setup.py":
                         sign = npu_support_of.requirement_evidence(rel, data)
                     npu_support = _where(rel, sign)
+            if any(w in data for w in backends.WORDS) and b"return" in data:
+                tree = tree or parse(data)
+                if tree is not None:
+                    for name, line in backends.hccl_choosers(tree).items():
+                        choosers.setdefault(name, f"{rel}:{line}")
         else:
             scan = cpp_ops.scan(data)
             if scan.registrations or scan.kernels:
@@ -232,6 +239,8 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         facts = dataclasses.replace(facts, npu_registries=frozenset(registries))
     if npu_support:
         facts = dataclasses.replace(facts, npu_support=npu_support)
+    if choosers:
+        facts = dataclasses.replace(facts, hccl_choosers=tuple(sorted(choosers.items())))
     if passing:
         facts = dataclasses.replace(facts, passed_values=tuple(sorted(passing.items())))
     if python_files:

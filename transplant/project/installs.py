@@ -49,9 +49,9 @@ def _command(node: ast.expr) -> str | None:
 
 
 def _package_name(word: str) -> str:
-    """``./apex`` -> ``apex``, ``git+https://github.com/NVIDIA/apex.git@main`` -> ``apex``; a
-    requirement (``flash-attn==2.5``) as it is."""
-    if "/" not in word:
+    """``./apex`` -> ``apex``; a requirement (``flash-attn==2.5``) and a URL
+    (``git+https://github.com/NVIDIA/apex.git@main``, read by packages.url_package) as they are."""
+    if "/" not in word or "://" in word or word.startswith("git@"):
         return word
     tail = word.rstrip("/").rsplit("/", 1)[-1].split("@", 1)[0].split("#", 1)[0]
     return tail[: -len(".git")] if tail.endswith(".git") else tail

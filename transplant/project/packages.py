@@ -20,6 +20,7 @@ RULE = "packages.json"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _NPU = frozenset({"torch-npu"})
 _TRITON_NPU = frozenset({"triton-ascend"})
+_VLLM_NPU = frozenset({"vllm-ascend"})  # vLLM's Ascend plugin: vllm beside it is its NPU install
 
 
 def normalise(name: str) -> str:
@@ -32,6 +33,55 @@ def package(name: str) -> dict | None:
         if fnmatch.fnmatchcase(norm, entry["match"]):
             return entry
     return None
+
+
+# a URL that installs a package: git+https://..., git+ssh://..., git@host:owner/name, https://... archives and wheels
+_URL = re.compile(r"(?:git\+)?(?:https?|ssh|git)://[^\s;\"']+|git@[\w.-]+:[^\s;\"']+")
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+_EDITABLE = re.compile(r"^\s*(?:-e|--editable)(?:\s+|=)")
+
+
+def url_package(url: str) -> dict | None:
+    """The packages.json entry of what a URL installs: its ``#egg=`` name; a wheel's distribution
+    name; for a git URL or a GitHub archive, the repository an entry's ``git`` lists
+    (``Dao-AILab/flash-attention`` -> flash-attn), else the repository's own name (``.../xformers``)."""
+    egg = _EGG.search(url)
+    if egg:
+        return package(egg.group(1))
+    base = url.split("#", 1)[0].split("?", 1)[0]
+    if base.endswith(".whl"):  # name-version(-build)-python-abi-platform.whl
+        return package(base.rsplit("/", 1)[-1].split("-", 1)[0])
+    if base.startswith("git@"):
+        host, path = base[len("git@") :].split(":", 1)
+    else:
+        rest = base.split("://", 1)[1]
+        host, _, path = rest.partition("/")
+        host = host.rsplit("@", 1)[-1]
+    parts = [p for p in path.split("/") if p]
+    is_git = url.startswith(("git+", "git@", "git://")) or base.endswith(".git")
+    if len(parts) < 2 or not (is_git or host.lower() in ("github.com", "www.github.com", "gitlab.com")):
+        return None
+    if not is_git and len(parts) > 2 and parts[2] not in ("archive", "tarball", "zipball"):
+        return None  # a page of the repository, not the repository or an archive of it
+    owner, name = parts[0], parts[1].split("@", 1)[0]
+    name = name[: -len(".git")] if name.endswith(".git") else name
+    repo = f"{owner}/{name}".lower()
+    for entry in project_data("packages.json")["packages"]:
+        if repo in (r.lower() for r in entry.get("git", ())):
+            return entry
+    return package(name)
+
+
+def _repository_name(url: str) -> str:
+    """The last segment of a URL's path without ``.git``, ``@ref`` or a fragment."""
+    tail = url.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    tail = tail.split("@", 1)[0]
+    return tail[: -len(".git")] if tail.endswith(".git") else tail
+
+
+def _shown(entry: dict) -> str:
+    """The package an entry is about, as a message names it (its library where it matches a pattern)."""
+    return entry["library"] if "*" in entry["match"] else entry["match"]
 
 
 _UPPER = re.compile(r"(==|<=|<|~=)\s*v?(\d+(?:\.\d+)*)")
@@ -86,7 +136,33 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
                 )
             )
             continue
-        m = _NAME.match(text)
+        url = _URL.search(text)
+        named = _NAME.match(text)
+        # a URL alone (git+https://github.com/NVIDIA/apex), after -e, or after a name no entry knows (x @ git+...)
+        bare = url is not None and (_EDITABLE.match(text) or text.lstrip().startswith(url.group()))
+        direct = (
+            url is not None
+            and named is not None
+            and text[named.end() :].lstrip().startswith("@")
+            and package(named.group(1)) is None
+        )
+        if url is not None and (bare or direct):
+            names.add(normalise(_repository_name(url.group())))  # git clone .../vllm-ascend.git
+            entry = url_package(url.group())
+            if entry is not None and "below" not in entry:
+                records.append(
+                    _record(
+                        line,
+                        col + url.start(),
+                        len(url.group()),
+                        CODES["library"],
+                        entry["library"],
+                        f"{_shown(entry)} from {url.group()}: {entry.get('message', 'CUDA-only package')}",
+                        entry["route"],
+                    )
+                )
+                continue
+        m = named
         if not m or text.lstrip().startswith("-"):
             continue
         name = normalise(m.group(1))
@@ -111,6 +187,8 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
             )
     if names & _TRITON_NPU:  # triton beside triton-ascend: the project already has the NPU route
         records = [r for r in records if r.api != "triton"]
+    if names & _VLLM_NPU:  # vllm installed with vllm-ascend, as its install guide does
+        records = [r for r in records if r.api != "vllm"]
     if torch_at is not None and not names & _NPU:
         records.append(
             _record(

@@ -1,4 +1,5 @@
-"""Findings about the project as a whole, settled once every file is converted.
+"""Findings about the project as a whole, settled once every file is converted (and, through
+variants.py, the files that are not the program an NPU runs: other accelerators' images, CI).
 
 ``torch`` listed without ``torch_npu`` (packages.py) is found in each file that lists requirements;
 the project needs torch_npu once, and only when the converted code imports it. This pass keeps one
@@ -51,7 +52,13 @@ class _Holder(Protocol):
 def settle(items: Sequence[_Holder], path: Callable[[Any], str], read: Callable[[str], bytes] | None = None) -> None:
     """The pass over anything that holds a file's ``records`` (a FileResult of a repository
     conversion, an Outcome of --check on a folder), ``path`` giving its path."""
+    from .variants import settle_variants  # images for other accelerators, CI configuration
+
+    settle_variants(items, path)
     if read is not None:
+        from .plugins import settle_plugins  # vllm where the project installs vllm-ascend
+
+        settle_plugins(items, path, read)
         _lightning_configs(items, path, read)
     holders = [item for item in items if any(_is_reminder(r) for r in item.records)]
     if not holders:

@@ -2,7 +2,8 @@
 
 A project that already runs on NPU often keeps one module per backend: ``nccl_checkpoint_engine.py``
 beside ``hccl_checkpoint_engine.py``, ``test_correctness_on_gpu.py`` beside
-``test_correctness_on_npu.py``. The CUDA one is what CUDA hosts run; converting it makes a second,
+``test_correctness_on_npu.py``, ``nvtx_profile.py`` beside ``mstx_profile.py`` (verl's profilers).
+The CUDA one is what CUDA hosts run; converting it makes a second,
 worse NPU version and takes the CUDA path away. Owns finding, from the project's file names alone,
 each Python file whose name with its backend word swapped (``nccl``/``hccl``, ``cuda``/``npu``,
 ``gpu``/``npu``) is another file of the same folder; formats/python.py keeps such a file as it is
@@ -16,8 +17,9 @@ from __future__ import annotations
 import re
 
 _OTHERS = ("cpu", "hpu", "mps", "xpu", "rocm", "hip", "mlu", "musa", "xla", "tpu")
-_WORD = re.compile(r"(?<![a-z])(nccl|cuda|gpu|%s)(?![a-z])" % "|".join(_OTHERS), re.IGNORECASE)
-_TWIN = {"nccl": "hccl", "cuda": "npu", "gpu": "npu", **{word: "npu" for word in _OTHERS}}
+_WORD = re.compile(r"(?<![a-z])(nccl|cuda|gpu|nvtx|%s)(?![a-z])" % "|".join(_OTHERS), re.IGNORECASE)
+# nvtx -> mstx: Ascend's MindStudio Tools Extension is the NPU's counterpart of NVIDIA's NVTX markers
+_TWIN = {"nccl": "hccl", "cuda": "npu", "gpu": "npu", "nvtx": "mstx", **{word: "npu" for word in _OTHERS}}
 
 
 def twins(paths: list[str]) -> tuple[tuple[str, str], ...]:
@@ -44,3 +46,11 @@ def backend(path: str) -> str:
 def _swap(word: str) -> str:
     new = _TWIN[word.lower()]
     return new.upper() if word.isupper() else new
+
+
+def npu_name(name: str) -> str:
+    """``name`` with its backend word swapped (``requirements-cuda.txt`` -> ``requirements-npu.txt``),
+    or "" when it has none."""
+    if _WORD.search(name) is None:
+        return ""
+    return _WORD.sub(lambda m: _swap(m.group(1)), name)
