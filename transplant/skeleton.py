@@ -31,8 +31,9 @@ import codecs
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Iterator, cast
+from typing import Iterator
 
+from .project.pynames import parse
 from .rules import RuleSet, escapes_words, foreign_encoding
 
 MARK = b"__transplant_folded_"
@@ -79,9 +80,8 @@ def skeleton(source: bytes, rules: RuleSet, keep_words: re.Pattern[bytes] | None
     cr = source.count(b"\r")
     if cr and (cr != source.count(b"\r\n") or cr != source.count(b"\n")):
         return None  # lone "\r" or mixed line ends: keep the engine's newline handling exact
-    try:
-        tree = cast(ast.Module, compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
-    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
+    tree = parse(source)  # (shared with the guards and the project scan of the same source)
+    if tree is None:
         return None
     lines = source.splitlines(keepends=True)
     folds: list[list] = []  # [first line, last line, words], in source order

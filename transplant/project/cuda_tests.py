@@ -22,6 +22,7 @@ import ast
 from typing import Iterable
 
 from ..records import Record
+from .pynames import nodes, parse
 
 WORDS = (b"min_cuda_gpus", b"min_gpus", b"skipif", b"npu")
 LIBRARY = "TP206"
@@ -55,7 +56,7 @@ def _asks_for_cuda(decorator: ast.expr) -> str | None:
 def cuda_only_spans(tree: ast.Module) -> list[tuple[int, int, str]]:
     """(first line, last line, how) of the functions and classes that run only with CUDA GPUs."""
     spans = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in node.decorator_list:
                 how = _asks_for_cuda(decorator)
@@ -98,7 +99,7 @@ def _span(stmts: list[ast.stmt]) -> tuple[int, int] | None:
 def npu_path_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
     """(first line, last line, the if's line) of code that runs only where there is no NPU."""
     spans: list[tuple[int, int, int]] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -122,9 +123,8 @@ def demote(data: bytes, records: Iterable[Record]) -> list[Record]:
     records = list(records)
     if not any(w in data.lower() for w in WORDS) or not any(r.level in ("error", "warning") for r in records):
         return records
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
+    tree = parse(data)
+    if tree is None:
         return records
     spans = cuda_only_spans(tree)
     other_paths = npu_path_spans(tree) if b"npu" in data.lower() else []

@@ -8,13 +8,32 @@ times faster than libcst) is enough. Nothing here rewrites code.
 from __future__ import annotations
 
 import ast
+import itertools
+import weakref
+from collections.abc import Iterator
+
+# a tree -> its nodes below the root, in ast.walk's order (the root is left out: the list must not
+# keep the tree alive, the entry goes with the tree)
+_BELOW: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()
+
+
+def nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree``, in ``ast.walk``'s order. The scans of one file walk its whole tree
+    many times (imports, kernels, launches, settings, builds...): the walk is done once per tree
+    and its nodes listed; the trees are never changed once parsed."""
+    below = _BELOW.get(tree)
+    if below is None:
+        walked = ast.walk(tree)
+        next(walked)
+        below = _BELOW[tree] = list(walked)
+    return itertools.chain((tree,), below)
 
 
 def bindings(tree: ast.AST) -> dict[str, str]:
     """Local name -> qualified name, for every import anywhere in the file (relative imports keep
     their leading dots: ``from . import _C`` binds ``_C`` to ``._C``)."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.update(import_bindings(node))
     return out
@@ -86,9 +105,22 @@ def column(lines: list[str], line: int, col_offset: int) -> int:
     return col_offset + 1
 
 
+# the last source parsed and its tree: one file's guards, skeleton, project scan and demotions each
+# ask for the same source's tree; kept only for sources up to this size, so that the tree of a big
+# file does not stay in memory beside the engine's libcst tree of it
+SHARED_BYTES = 256 * 1024
+_last: list[tuple[bytes, ast.Module | None]] = []
+
+
 def parse(data: bytes) -> ast.Module | None:
-    """The file's tree, or None when CPython cannot parse it (the engine reports that itself)."""
+    """The file's tree, or None when CPython cannot parse it (the engine reports that itself). The
+    tree of the last source (up to SHARED_BYTES) is kept and given again for the same bytes: the
+    trees are read, never changed."""
+    if _last and (_last[0][0] is data or _last[0][0] == data):
+        return _last[0][1]
     try:
-        return ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        tree: ast.Module | None = ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
+    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
+        tree = None
+    _last[:] = [(data, tree)] if len(data) <= SHARED_BYTES else []
+    return tree
