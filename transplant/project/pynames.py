@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 import weakref
 from collections.abc import Iterator
 
@@ -119,8 +120,57 @@ def parse(data: bytes) -> ast.Module | None:
     if _last and (_last[0][0] is data or _last[0][0] == data):
         return _last[0][1]
     try:
-        tree: ast.Module | None = ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
+        tree: ast.Module | None = _parse_pieces(data) if len(data) > 2 * PIECE_BYTES else None
+        if tree is None:
+            tree = ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
     except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
         tree = None
     _last[:] = [(data, tree)] if len(data) <= SHARED_BYTES else []
     return tree
+
+
+# a long source is parsed in pieces of about this size: CPython's parser holds its own tree of the
+# whole text beside the one it returns, twice the memory at the peak (a 72k-line file: 350 MB)
+PIECE_BYTES = 128 * 1024
+# where a piece may start: a line at column 0 after an empty line, not one that continues a statement
+_CUT = re.compile(rb"\n\r?\n(?=[A-Za-z_@])(?!(?:else|elif|except|finally)\b)")
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def _parse_pieces(data: bytes) -> ast.Module | None:
+    """The tree of a long ``data``, parsed in pieces; None where it must be parsed whole. Each piece
+    is parsed after as many empty lines as come before it, so that line numbers are those of the
+    file. A piece that does not parse (a cut inside a string, say) means the whole is parsed, and so
+    does a BOM or coding cookie (later pieces would not see it), a lone carriage return or a later ``__future__`` import. A
+    cut after a prefix that parses whole is a top-level statement boundary of the file: the
+    tokenizer is then at the start of a line, outside any bracket or string, so the pieces' trees
+    are the whole's."""
+    lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")  # (lines are counted by "\n")
+    if (
+        lone_cr
+        or data.startswith(b"\xef\xbb\xbf")
+        or _COOKIE.search(data, 0, data.find(b"\n", data.find(b"\n") + 1) + 1)
+    ):
+        return None
+    cuts = [0]
+    while True:
+        found = _CUT.search(data, cuts[-1] + PIECE_BYTES)
+        if found is None or len(data) - found.end() < PIECE_BYTES // 2:
+            break
+        cuts.append(found.end())
+    if len(cuts) == 1:
+        return None
+    cuts.append(len(data))
+    body: list[ast.stmt] = []
+    ignores: list[ast.TypeIgnore] = []
+    for start, end in zip(cuts, cuts[1:]):
+        piece = data[start:end]
+        if start and b"__future__" in piece:
+            return None
+        try:
+            tree = ast.parse(b"\n" * data.count(b"\n", 0, start) + piece)
+        except SyntaxError:
+            return None
+        body += tree.body
+        ignores += tree.type_ignores
+    return ast.Module(body=body, type_ignores=ignores)
