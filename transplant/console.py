@@ -75,6 +75,16 @@ def _plain_warning(message: str) -> None:
 
 
 def run_repository(config: Config, *, quiet: bool = False) -> int:
+    from .reports import writer_child
+
+    writer_child.start()  # imports openpyxl in a child while this process converts
+    try:
+        return _run_repository(config, quiet)
+    finally:
+        writer_child.stop()  # (when the run ended before its workbook)
+
+
+def _run_repository(config: Config, quiet: bool) -> int:
     terminal = _Terminal() if not quiet and sys.stderr.isatty() else None
     warn = None if quiet else terminal.warn if terminal is not None else _plain_warning
     rules = load_rules(config.rule_options)

@@ -306,8 +306,9 @@ def _start_preloading() -> None:
 def _preload_report_modules() -> None:
     """Import the report writers while the workers convert, instead of after the last file."""
     try:
-        from .reports import log, repository, sheets, xlsx  # noqa: F401
+        from .reports import log, repository, sheets, writer_child, xlsx  # noqa: F401
 
-        xlsx.load_openpyxl()
+        if not writer_child.running():  # else a child imports openpyxl and writes the workbook
+            xlsx.load_openpyxl()
     except Exception:  # imported again where used, which reports any problem
         pass

@@ -30,9 +30,10 @@ import ast
 import codecs
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
-from typing import Iterator, cast
+from dataclasses import dataclass, field
+from typing import Iterator
 
+from .project.pynames import parse
 from .rules import RuleSet, escapes_words, foreign_encoding
 
 MARK = b"__transplant_folded_"
@@ -47,6 +48,8 @@ class Skeleton:
     words: list[frozenset[bytes]]  # the identifier words of each fold
     starts: list[int]  # the line of each fold's marker in ``text``
     shift: list[int]  # lines folded away by folds 0..i
+    # lines of ``text`` where a top-level statement starts after only blank lines (engine/chunks.py)
+    tops: list[int] = field(default_factory=list)
 
     def line(self, line: int) -> int:
         """The source line of a line of ``text`` (never a marker line)."""
@@ -79,9 +82,8 @@ def skeleton(source: bytes, rules: RuleSet, keep_words: re.Pattern[bytes] | None
     cr = source.count(b"\r")
     if cr and (cr != source.count(b"\r\n") or cr != source.count(b"\n")):
         return None  # lone "\r" or mixed line ends: keep the engine's newline handling exact
-    try:
-        tree = cast(ast.Module, compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
-    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
+    tree = parse(source)  # (shared with the guards and the project scan of the same source)
+    if tree is None:
         return None
     lines = source.splitlines(keepends=True)
     folds: list[list] = []  # [first line, last line, words], in source order
@@ -110,7 +112,25 @@ def skeleton(source: bytes, rules: RuleSet, keep_words: re.Pattern[bytes] | None
         texts.append(b"".join(lines[first - 1 : last]))
         done = last
     out += lines[done:]
-    return Skeleton(b"".join(out), texts, [frozenset(f[2]) for f in folds], starts, shift)
+    return Skeleton(b"".join(out), texts, [frozenset(f[2]) for f in folds], starts, shift, _tops(tree, lines, folds))
+
+
+def _tops(tree: ast.Module, lines: list[bytes], folds: list[list]) -> list[int]:
+    """The skeleton's lines where a top-level statement (or the marker of a fold that starts with one)
+    starts after nothing but empty lines since the end of the statement before it."""
+    out: list[int] = []
+    fold = 0  # the next fold that could start at or before a statement
+    folded = 0  # lines folded away before it
+    previous = 0  # the last line of the statement before
+    for first, last, _group, own in _units(tree.body, lines):
+        while fold < len(folds) and folds[fold][1] < first:
+            folded += folds[fold][1] - folds[fold][0]
+            fold += 1
+        inside = fold < len(folds) and folds[fold][0] < first  # within a fold, not at its start
+        if previous and own and not inside and all(line in (b"\n", b"\r\n") for line in lines[previous : first - 1]):
+            out.append(first - folded)
+        previous = last
+    return out
 
 
 def _fold_block(

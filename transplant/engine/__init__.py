@@ -3,6 +3,7 @@
 Where things are (the data flows down this list):
 
 * driver.py       ``convert``: parse (only the skeleton, see ../skeleton.py), one traversal, records, imports
+* chunks.py       libcst's parse of a long skeleton in pieces, put together as the whole's module
 * bindings.py     the file's imports: local name -> qualified name, and each import's rewrite plan
 * transformer.py  the one libcst transformer, made of one handler class per concern:
   scopes.py (name resolution), references.py (dotted names), calls.py (call rules),

@@ -26,6 +26,7 @@ import libcst as cst
 
 from .cst_util import string_value
 from .state import State
+from .traverse import walk
 
 CollectionT = TypeVar("CollectionT", cst.List, cst.Tuple, cst.Set)
 
@@ -104,7 +105,7 @@ def accepted_names(module: cst.Module, text: bytes) -> dict[int, cst.CSTNode]:
     if GATE.search(text) is None:
         return {}
     uses = _Uses()
-    module.visit(uses)
+    walk(module, [uses])  # (traverse.py: read only, no copy of the tree)
     found = dict(uses.direct)
     if uses.assigned:
         decoded = text.decode("utf-8", "replace")
@@ -191,5 +192,5 @@ def registry_keeps(module: cst.Module, text: bytes, registries: frozenset[str]) 
     if not registries or not any(name.encode() in text for name in registries):
         return {}
     finder = _Registries(registries)
-    module.visit(finder)
+    walk(module, [finder])
     return finder.keep

@@ -21,6 +21,7 @@ from ..project import NO_FACTS, ProjectFacts
 from ..records import CODES, SKIP_LINE, Conversion, Record, SourceError, skips_file
 from ..rules import RuleSet
 from ..skeleton import Skeleton, skeleton
+from .chunks import parse_chunks
 from .bindings import NO_STARS, Bindings, StarNames, analyse_imports, apply_stars, star_module
 from .device_index import finish as finish_index_devices
 from .finish import Unfold, add_imports, hits, make_records, place, prune
@@ -135,7 +136,7 @@ def _convert_source(
     if skel is not None:
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
-            module = timed("parse", cst.parse_module, skel.text)
+            module = timed("parse", parse_chunks, skel.text, skel.tops)  # a long one in pieces (chunks.py)
             result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts, children=children)
         except (Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)

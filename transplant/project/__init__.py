@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
+import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
@@ -307,7 +308,14 @@ def _triton_facts(
     from .pynames import parse
 
     loaded: set[str] = set()
+    # an import reaches the kernel file a/b/name.py only where it spells "name" (stars.resolve); a
+    # package's __init__.py can be reached by ``from . import x``, which does not spell it
+    stems = [posixpath.basename(rel).removesuffix(".py").encode() for rel in kernel_files]
+    if b"__init__" in stems:
+        stems = [b""]
     for rel, loader in loaders.items():
+        if isinstance(loader, bytes) and not any(stem in loader for stem in stems):
+            continue  # imports none of the kernel files: not parsed
         tree = parse(loader) if isinstance(loader, bytes) else loader
         if tree is not None:
             loaded |= triton.npu_loaded(rel, tree, kernel_files.__contains__)

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from ..records import CODES, Record
-from .pynames import column, dotted, qualify
+from .pynames import column, dotted, nodes, qualify
 
 EXT = "torch.utils.cpp_extension"
 BUILDERS = {
@@ -104,7 +104,7 @@ def _module_lists(tree: ast.Module) -> dict[str, ast.expr]:
     ``name + "\\0before"``."""
     out: dict[str, ast.expr] = {}
     module_level = {id(stmt) for stmt in tree.body}
-    ordered = [stmt for stmt in tree.body] + [n for n in ast.walk(tree) if id(n) not in module_level]
+    ordered = [stmt for stmt in tree.body] + [n for n in nodes(tree) if id(n) not in module_level]
     for stmt in ordered:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
@@ -135,11 +135,11 @@ def _truthy(node: ast.expr | None) -> bool:
 def find_builds(tree: ast.Module, names: dict[str, str]) -> list[Build]:
     lists = _module_lists(tree)
     assigned: dict[int, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             assigned[id(node.value)] = node.targets[0].id
     builds: list[Build] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, ast.Call):
             continue
         kind = BUILDERS.get(qualify(node.func, names) or "")
@@ -193,11 +193,11 @@ def runtime_builds(
     if assigned is None:
         assigned = {
             id(n.value): n.targets[0].id
-            for n in ast.walk(tree)
+            for n in nodes(tree)
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
         }
     found: list[Build] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, ast.Call) or BUILDERS.get(qualify(node.func, names) or ""):
             continue
         keywords = {kw.arg for kw in node.keywords if kw.arg}
@@ -269,7 +269,7 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
     records: list[Record] = []
     builds = find_builds(tree, names)
     helper_flags = set()  # the flags of a helper build are part of its own finding
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Call) and any(
             (node.lineno, node.col_offset) == (b.line, b.col_offset) and b.kind.endswith("()") for b in builds
         ):
@@ -287,7 +287,7 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
         records.append(
             _record(lines, node, api, f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime", NPU_ROUTE)
         )
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             if qualify(node, names) == CUDA_HOME:
                 records.append(

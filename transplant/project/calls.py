@@ -20,7 +20,7 @@ from .builds import HELPER_WORDS, NPU_ROUTE, build_records, find_builds
 from .installs import WORDS as INSTALL_WORDS
 from .installs import install_records
 from .packages import setup_requirement_records
-from .pynames import bindings, column, import_bindings, parse, qualify, source_lines
+from .pynames import bindings, column, import_bindings, nodes, parse, qualify, source_lines
 from .triton import triton_records
 
 
@@ -81,11 +81,11 @@ def _operator_calls(tree: ast.Module, names: dict[str, str], lines: list[str], f
             names = {**names, build.variable: module.name}
             local[module.name] = module
     inner: set[int] = set()  # attribute chains that continue: report the outermost useful one only
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Attribute):
             inner.add(id(node.value))
     records: list[Record] = extension_imports(tree, lines, facts, local)
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, (ast.Attribute, ast.Name)) or not isinstance(node.ctx, ast.Load):
             continue
         qualified = qualify(node, names)
@@ -119,7 +119,7 @@ def extension_imports(
     (``import my_cuda_ext``, ``from . import _C``, ``from pkg._C import op``): the import itself
     fails on an NPU machine, before any operator is called."""
     records = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         for qualified in import_bindings(node).values():

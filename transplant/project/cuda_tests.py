@@ -32,7 +32,7 @@ import ast
 from typing import Iterable
 
 from ..records import CODES, Record
-from .pynames import parse as parse_tree
+from .pynames import nodes, parse
 
 WORDS = (b"min_cuda_gpus", b"min_gpus", b"skipif", b"npu")
 LIBRARY = CODES["library"]
@@ -71,7 +71,7 @@ def _asks_for_cuda(decorator: ast.expr) -> str | None:
 def cuda_only_spans(tree: ast.Module) -> list[tuple[int, int, str]]:
     """(first line, last line, how) of the functions and classes that run only with CUDA GPUs."""
     spans = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in node.decorator_list:
                 how = _asks_for_cuda(decorator)
@@ -117,7 +117,7 @@ def _span(stmts: list[ast.stmt]) -> tuple[int, int] | None:
 def npu_path_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
     """(first line, last line, the if's line) of code that runs only where there is no NPU."""
     spans: list[tuple[int, int, int]] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -204,7 +204,7 @@ def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int
     findings in ``unreached`` ((first line, last line, why): code only CUDA enters)."""
     records = list(records)
     if b"version.cuda" in data and any(r.code in UNREACHED and r.level in ("error", "warning") for r in records):
-        tree = parse_tree(data)
+        tree = parse(data)
         found = cuda_build_spans(tree) if tree is not None else []
         unreached = [
             *unreached,
@@ -224,9 +224,8 @@ def demote(data: bytes, records: Iterable[Record], unreached: Iterable[tuple[int
                 r.message += f" ({why})"
     if not any(w in data.lower() for w in WORDS) or not any(r.level in ("error", "warning") for r in records):
         return records
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
+    tree = parse(data)
+    if tree is None:
         return records
     spans = cuda_only_spans(tree)
     other_paths = npu_path_spans(tree) if b"npu" in data.lower() else []

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from ..records import CODES, Record
 from ..resources import project_data
-from .pynames import column
+from .pynames import column, nodes
 
 DATA = "frameworks.json"
 RULE = "frameworks.json"
@@ -108,7 +108,7 @@ def _attention(tree: ast.Module, lines: list[str]) -> list[Record]:
     facts = project_data(DATA)["attention"]
     keys, flags = set(facts["keys"]), set(facts["flags"])
     found: list[tuple[ast.expr | ast.keyword, str]] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.keyword) and node.arg in keys and (text := _text(node.value)):
             found.append((node.value, text))
         elif (
@@ -153,7 +153,7 @@ def _lightning(tree: ast.Module, names: dict[str, str], lines: list[str]) -> lis
     if not _imports_lightning(names):
         return []
     records = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if (
             isinstance(node, ast.keyword)
             and node.arg == facts["keyword"]
@@ -213,7 +213,7 @@ def _settings(tree: ast.Module, names: dict[str, str], lines: list[str], data: b
         if not any(w.encode() in data for w in entry.get("keywords", entry.get("dict_keys", []))):
             continue
         calls = set(entry.get("calls", ()))
-        for node in ast.walk(tree):
+        for node in nodes(tree):
             if "keywords" in entry and isinstance(node, ast.Call) and (not calls or _callee(node) in calls):
                 for kw in node.keywords:
                     if (

@@ -16,7 +16,7 @@ import re
 
 from ..records import Record
 from .packages import requirement_records
-from .pynames import column, qualify
+from .pynames import column, nodes, qualify
 
 WORDS = (b"pip",)
 # the standard library's ways of running a program (as engine/commands.py lists them)
@@ -73,7 +73,7 @@ def install_words(command: str) -> list[str]:
 
 def install_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
     records: list[Record] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, ast.Call) or not node.args or qualify(node.func, names) not in RUNNERS:
             continue
         arg = node.args[0]

@@ -25,6 +25,7 @@ import dataclasses
 from typing import Iterable
 
 from ..records import CODES, Record
+from .pynames import nodes
 
 _CATCHES = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
@@ -82,7 +83,7 @@ def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
     lines of those except clauses: ``causal_conv1d_fn = None`` there rebinds the name, it uses nothing)."""
     imports: set[int] = set()
     handlers: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Try) and any(_catches_import_error(h) and _falls_back(h) for h in node.handlers):
             found = [stmt for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
             for stmt in found:
@@ -114,7 +115,7 @@ def adjust(
     optional, handlers = optional_import_lines(tree) if b"try" in data else (set(), set())
     imports = {
         line
-        for node in ast.walk(tree)
+        for node in nodes(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
     }

@@ -14,7 +14,7 @@ from typing import Iterable
 
 from ..records import CODES, Record
 from ..resources import project_data
-from .pynames import column
+from .pynames import column, nodes
 
 RULE = "packages.json"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -207,7 +207,7 @@ def requirement_records(items: Iterable[tuple[int, int, str]]) -> list[Record]:
 def setup_requirement_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
     """Findings for the string constants in ``setup(install_requires=[...], extras_require={...})``."""
     items = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func

@@ -8,13 +8,33 @@ times faster than libcst) is enough. Nothing here rewrites code.
 from __future__ import annotations
 
 import ast
+import itertools
+import re
+import weakref
+from collections.abc import Iterator
+
+# a tree -> its nodes below the root, in ast.walk's order (the root is left out: the list must not
+# keep the tree alive, the entry goes with the tree)
+_BELOW: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()
+
+
+def nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree``, in ``ast.walk``'s order. The scans of one file walk its whole tree
+    many times (imports, kernels, launches, settings, builds...): the walk is done once per tree
+    and its nodes listed; the trees are never changed once parsed."""
+    below = _BELOW.get(tree)
+    if below is None:
+        walked = ast.walk(tree)
+        next(walked)
+        below = _BELOW[tree] = list(walked)
+    return itertools.chain((tree,), below)
 
 
 def bindings(tree: ast.AST) -> dict[str, str]:
     """Local name -> qualified name, for every import anywhere in the file (relative imports keep
     their leading dots: ``from . import _C`` binds ``_C`` to ``._C``)."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.update(import_bindings(node))
     return out
@@ -86,9 +106,71 @@ def column(lines: list[str], line: int, col_offset: int) -> int:
     return col_offset + 1
 
 
+# the last source parsed and its tree: one file's guards, skeleton, project scan and demotions each
+# ask for the same source's tree; kept only for sources up to this size, so that the tree of a big
+# file does not stay in memory beside the engine's libcst tree of it
+SHARED_BYTES = 256 * 1024
+_last: list[tuple[bytes, ast.Module | None]] = []
+
+
 def parse(data: bytes) -> ast.Module | None:
-    """The file's tree, or None when CPython cannot parse it (the engine reports that itself)."""
+    """The file's tree, or None when CPython cannot parse it (the engine reports that itself). The
+    tree of the last source (up to SHARED_BYTES) is kept and given again for the same bytes: the
+    trees are read, never changed."""
+    if _last and (_last[0][0] is data or _last[0][0] == data):
+        return _last[0][1]
     try:
-        return ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree: ast.Module | None = _parse_pieces(data) if len(data) > 2 * PIECE_BYTES else None
+        if tree is None:
+            tree = ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
+    except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
+        tree = None
+    _last[:] = [(data, tree)] if len(data) <= SHARED_BYTES else []
+    return tree
+
+
+# a long source is parsed in pieces of about this size: CPython's parser holds its own tree of the
+# whole text beside the one it returns, twice the memory at the peak (a 72k-line file: 350 MB)
+PIECE_BYTES = 128 * 1024
+# where a piece may start: a line at column 0 after an empty line, not one that continues a statement
+_CUT = re.compile(rb"\n\r?\n(?=[A-Za-z_@])(?!(?:else|elif|except|finally)\b)")
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def _parse_pieces(data: bytes) -> ast.Module | None:
+    """The tree of a long ``data``, parsed in pieces; None where it must be parsed whole. Each piece
+    is parsed after as many empty lines as come before it, so that line numbers are those of the
+    file. A piece that does not parse (a cut inside a string, say) means the whole is parsed, and so
+    does a BOM or coding cookie (later pieces would not see it), a lone carriage return or a later ``__future__`` import. A
+    cut after a prefix that parses whole is a top-level statement boundary of the file: the
+    tokenizer is then at the start of a line, outside any bracket or string, so the pieces' trees
+    are the whole's."""
+    lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")  # (lines are counted by "\n")
+    if (
+        lone_cr
+        or data.startswith(b"\xef\xbb\xbf")
+        or _COOKIE.search(data, 0, data.find(b"\n", data.find(b"\n") + 1) + 1)
+    ):
         return None
+    cuts = [0]
+    while True:
+        found = _CUT.search(data, cuts[-1] + PIECE_BYTES)
+        if found is None or len(data) - found.end() < PIECE_BYTES // 2:
+            break
+        cuts.append(found.end())
+    if len(cuts) == 1:
+        return None
+    cuts.append(len(data))
+    body: list[ast.stmt] = []
+    ignores: list[ast.TypeIgnore] = []
+    for start, end in zip(cuts, cuts[1:]):
+        piece = data[start:end]
+        if start and b"__future__" in piece:
+            return None
+        try:
+            tree = ast.parse(b"\n" * data.count(b"\n", 0, start) + piece)
+        except SyntaxError:
+            return None
+        body += tree.body
+        ignores += tree.type_ignores
+    return ast.Module(body=body, type_ignores=ignores)

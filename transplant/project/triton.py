@@ -21,7 +21,7 @@ import re
 
 from ..resources import project_data as load
 from ..records import CODES, Record
-from .pynames import bindings, column, dotted, import_bindings, qualify
+from .pynames import bindings, column, dotted, import_bindings, nodes, qualify
 from .stars import resolve
 
 WORD = b"triton"
@@ -58,7 +58,7 @@ def _jit_decorator(func: ast.FunctionDef | ast.AsyncFunctionDef, names: dict[str
 def kernels(tree: ast.Module, names: dict[str, str]) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]]:
     """Every function decorated with ``triton.jit`` (in any import form), with that decorator."""
     found: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]] = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             decorator = _jit_decorator(node, names)
             if decorator is not None:
@@ -75,7 +75,7 @@ def npu_loaded(importer: str, tree: ast.Module, exists) -> set[str]:
     """Project files that ``importer`` imports only inside the body of an ``if`` whose test names the
     NPU (``if is_npu_available():``, ``if device.type == "npu":``): kernels loaded only on NPU."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if not isinstance(node, ast.If) or not _names_npu(node.test):
             continue
         for stmt in node.body:
@@ -203,7 +203,7 @@ def _cuda_only(
 def _alternatives(tree: ast.Module) -> dict[str, set[str]]:
     """Every qualified name each local name is bound to by some import of the file."""
     out: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for local, q in import_bindings(node).items():
                 out.setdefault(local, set()).add(q)
@@ -256,7 +256,7 @@ def triton_records(
 
 def _first_triton_import(tree: ast.Module) -> ast.stmt | None:
     first = None
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if (
             isinstance(node, ast.Import)
             and any(a.name == "triton" or a.name.startswith("triton.") for a in node.names)
@@ -282,7 +282,7 @@ def _kernel_uses(
     records: list[Record] = []
     imported: dict[str, tuple[str, str]] = {}  # local name -> (kernel file, kernel)
     modules: dict[str, str] = {}  # local name of an imported kernel module -> its file
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.ImportFrom):
             target = resolve(path, node.level, node.module or "", exists)
             names_here = []
@@ -303,7 +303,7 @@ def _kernel_uses(
                 sub = resolve(path, 0, alias.name, exists)
                 if sub is not None and sub != path:
                     modules[alias.asname or alias.name] = sub
-    for node in ast.walk(tree):  # launches: kernel[grid](...)
+    for node in nodes(tree):  # launches: kernel[grid](...)
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
             continue
         launched = node.func.value

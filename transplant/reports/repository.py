@@ -15,6 +15,7 @@ from ..codes import NOT_CONVERTED
 from ..records import Record
 from .columns import Column, csv_text, position, sheet
 from .rulenames import rule_label
+from . import writer_child
 from .xlsx import BOLD, BOLD_PERCENT, PERCENT, write_workbook
 
 CHANGE_LIST = "change_list.csv"
@@ -185,7 +186,9 @@ def write_unsupported_xlsx(path: Path, results: Sequence[FileResult]) -> int:
     totals.styles = {(row, rate): PERCENT for row in range(2, last)}
     totals.styles.update({(last, column): BOLD for column in range(1, len(SUMMARY_COLUMNS) + 1)})
     totals.styles[(last, rate)] = BOLD_PERCENT
-    write_workbook(path, [unsupported, paths, api_counts, operators, libraries, totals])
+    sheets = [unsupported, paths, api_counts, operators, libraries, totals]
+    if not writer_child.write(path, sheets):  # the child that imported openpyxl meanwhile (writer_child.py)
+        write_workbook(path, sheets)
     return len(grouped)
 
 
