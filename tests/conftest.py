@@ -20,6 +20,8 @@ from transplant.rules import RuleSet, load_ruleset  # noqa: E402  (after the cac
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
+# the fixtures are projects to convert, their own test files too (cuda_guarded/test_kernel.py): never collected
+collect_ignore_glob = ["fixtures/*"]
 REPO = TESTS.parent
 
 
