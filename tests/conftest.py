@@ -9,6 +9,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (a seed from each test's own code), so CI can
+# never fail on an example no earlier run drew; HYPOTHESIS_PROFILE=explore draws new ones locally.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 # transplant keeps a compiled-code cache between runs (transplant/codecache.py); the runs of the
 # tests, in this process and in the subprocesses they start, keep theirs in a folder of the
