@@ -435,3 +435,20 @@ def test_the_dense_recipe_converts_the_same_through_the_skeleton(monkeypatch: py
     source = dense_file(600).encode()
     assert skeleton(source, RULES, driver.NPU_WORD_BYTES) is not None
     assert view(engine.convert(source, RULES)) == view(whole(source, monkeypatch=monkeypatch))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"if x:\n    tc.synchronize()\nelif y:\n    x = 1\n    import torch.cuda as tc",  # (Hypothesis found it)
+        b"import torch\ntry:\n    y = 2\nfinally:\n    import torch.cuda as tc\n    tc.synchronize()",
+        b"import torch.cuda as tc\nx = 1\ntc.synchronize()",
+    ],
+)
+def test_a_last_line_pruned_from_a_file_without_a_final_newline(source: bytes, monkeypatch: pytest.MonkeyPatch):
+    """The line before the pruned import keeps the newline it has in the source, by either path."""
+    fast = engine.convert(source, RULES)
+    assert view(fast) == view(whole(source, monkeypatch=monkeypatch))
+    assert fast.new is not None and fast.new.endswith(b"\n") == (
+        b"import torch.cuda as tc" in source.rsplit(b"\n", 1)[-1]
+    )

@@ -59,6 +59,7 @@ class ImportPruner(cst.CSTTransformer):
         )
         self.replace_torch_cuda = replace_torch_cuda
         self.removed: list[str] = []
+        self.emptied: set[int] = set()  # original statement lines whose imports all went
 
     def notes_for(self, node: cst.Import | cst.ImportFrom) -> list[str]:
         """What pruning does to one import statement (run on the original statements, in order)."""
@@ -119,6 +120,7 @@ class ImportPruner(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         if not updated_node.body:
+            self.emptied.add(id(original_node))
             return updated_node.with_changes(body=[cst.Expr(cst.Name(_REMOVED))])
         return updated_node
 
@@ -131,7 +133,24 @@ class ImportPruner(cst.CSTTransformer):
 
     def leave_Module(self, original_node, updated_node):
         body, footer = _drop_empty_lines(updated_node.body, updated_node.footer)
+        if not original_node.has_trailing_newline and id(_last_line(original_node)) in self.emptied:
+            # the file's last line went, the line before it keeps the newline it has in the source
+            return updated_node.with_changes(body=body, footer=footer, has_trailing_newline=True)
         return updated_node.with_changes(body=body, footer=footer)
+
+
+def _last_line(node: cst.CSTNode) -> cst.CSTNode:
+    """The statement that ends ``node``'s code: the last statement of its last block, however deep."""
+    blocks = (cst.BaseSuite, cst.BaseStatement, cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)
+    while not isinstance(node, cst.SimpleStatementLine):
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            inner: list[cst.CSTNode] = list(node.body)
+        else:
+            inner = [c for c in node.children if isinstance(c, (*blocks, cst.MatchCase))]
+        if not inner:
+            return node
+        node = inner[-1]
+    return node
 
 
 def pruned_aliases(bindings: Bindings, unused: set[str]) -> set[int]:
