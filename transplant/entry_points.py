@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
 from .records import CODES, OPERATION, Conversion, Record
 from .transfer_api import ENV
@@ -33,6 +34,11 @@ COMMENT = b"  # transplant --mode runtime: torch_npu's runtime migration"
 # a shell line that starts Python (a script, a module, or a launcher of Python processes)
 _STARTS_PYTHON = re.compile(rb"(?m)^[^#\n]*\b(?:python[0-9.]*|torchrun|accelerate\s+launch|deepspeed)\b")
 _TORCH_ROOT = re.compile(r"^torch")
+# (Python 3.9 lacks the list: the modules such scripts import most stand in)
+STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {
+    "__future__", "argparse", "ast", "collections", "dataclasses", "functools", "glob", "itertools", "json",
+    "logging", "math", "os", "pathlib", "pickle", "random", "re", "shutil", "subprocess", "sys", "time", "typing",
+}  # fmt: skip
 
 
 def may_be_program(data: bytes) -> bool:
@@ -58,9 +64,18 @@ def _main_guard(node: ast.stmt) -> bool:
     return names and main
 
 
+def _imports_beyond_stdlib(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] not in STDLIB for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in STDLIB):
+            return True
+    return False
+
+
 def is_program(data: bytes, tree: ast.Module) -> bool:
     if any(_main_guard(node) for node in tree.body):
-        return True
+        return _imports_beyond_stdlib(tree)  # (a script of the standard library alone never reaches torch)
     if not _imports_torch(tree):
         return False
     loops = (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)
@@ -87,7 +102,13 @@ def _insertion_line(tree: ast.Module) -> int | None:
         return None
     if first.col_offset:
         return None  # (a first statement on a line after a semicolon)
+    if _plain_os(first) and (skip + 1 == len(body) or body[skip + 1].lineno > (first.end_lineno or 0)):
+        return -(first.end_lineno or first.lineno)  # after the program's own "import os": the switch alone
     return first.lineno - 1
+
+
+def _plain_os(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Import) and [(a.name, a.asname) for a in node.names] == [("os", None)]
 
 
 def switch_python(data: bytes, conv: Conversion) -> Conversion:
@@ -111,6 +132,8 @@ def switch_python(data: bytes, conv: Conversion) -> Conversion:
     if where and not lines[where - 1].endswith((b"\n", b"\r")):
         return conv
     added = [PYTHON_LINES[0] + ending, PYTHON_LINES[1] + COMMENT + ending]
+    if where < 0:  # the file's first statement is "import os"
+        where, added = -where, added[1:]
     new = b"".join(lines[:where] + added + lines[where:])
     line = _original_line(data, conv, where)
     record = Record(
@@ -138,7 +161,7 @@ def _original_line(data: bytes, conv: Conversion, where: int) -> int:
         first = _insertion_line(ast.parse(data))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return where + 1
-    return (first if first is not None else where) + 1
+    return (abs(first) if first is not None else where) + 1
 
 
 def switch_shell(data: bytes, conv: Conversion) -> Conversion:

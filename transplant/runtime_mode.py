@@ -19,14 +19,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .rule_versions import version_key
 from .transfer_api import (
     CUDA_FUNCTIONS,
-    MODULE_METHODS,
     NAMESPACES,
     OTHER_CALLS,
     PROFILER_NAMES,
     SINCE_RELEASE,
-    TENSOR_METHODS,
     TORCH_FUNCTIONS,
     TWIN_MEMBERS,
 )
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from .records import Record
-    from .rules import Rule
 
 FULL = "full"
 RUNTIME = "runtime"
@@ -50,7 +48,18 @@ PATCHED_CALLS = frozenset(
     | set(OTHER_CALLS)
     | {"torch.device"}
 )
-PATCHED_METHODS = frozenset({*TENSOR_METHODS, *MODULE_METHODS})
+# calls whose "nccl" the migration makes "hccl": init_process_group, and the group makers that reach
+# c10d's _new_group_with_tag
+BACKEND_CALLS = frozenset(
+    {
+        "torch.distributed.init_process_group",
+        "torch.distributed.new_group",
+        "torch.distributed.new_subgroups",
+        "torch.distributed.new_subgroups_by_enumeration",
+    }
+)
+# renames outside the copied namespaces that the migration makes: old -> new
+RENAMES = {"torch.distributed.is_nccl_available": "torch.distributed.is_hccl_available"}
 # torch.cuda's submodules: the migration copies torch_npu.npu's public names that are no modules,
 # so torch.cuda.memory.X stays CUDA's
 CUDA_SUBMODULES = frozenset(
@@ -90,8 +99,6 @@ class ModeError(ValueError):
 def check(mode: str, release: str) -> None:
     """ModeError for an unknown ``mode``, or runtime mode with a torch_npu ``release`` older than
     the one that reads TORCH_TRANSFER_TO_NPU."""
-    from .rule_versions import version_key
-
     if mode not in MODES:
         raise ModeError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if mode == RUNTIME and version_key(release) < version_key(SINCE_RELEASE):
@@ -114,6 +121,8 @@ def covered_name(old: str, new: str) -> bool:
             if first in CUDA_SUBMODULES:
                 return False
             return new in (f"torch_npu.{right}.{rest}", f"torch.{right}.{rest}")
+    if RENAMES.get(old) == new:
+        return True
     if old.startswith("torch.profiler."):
         rest = old[len("torch.profiler.") :]
         if rest.split(".", 1)[0] in PROFILER_NAMES:
@@ -136,7 +145,7 @@ def _import_pairs(message: str) -> list[tuple[str, str]] | None:
     return None
 
 
-def _rename_names(rule: Rule | None, api: str, new: str) -> tuple[str, str]:
+def _rename_names(rule: Any, api: str, new: str) -> tuple[str, str]:
     if rule is not None and rule.kind == "FuncNameModifyRule":
         return rule["old_name"], rule["new_name"]
     if rule is not None and rule.kind == "ModuleNameModifyRule":
@@ -184,18 +193,15 @@ def _runtime_device(node: Any) -> bool:
 
 
 def _callee(state: Any, call: Any) -> tuple[str, bool]:
-    """A call's callee as the reason names it, and whether the migration patches it."""
-    import libcst as cst
-
+    """A call's callee as the reason names it, and whether the runtime path is right there: torch's
+    APIs that the migration patches, and the project's own functions and other libraries' (the
+    value stays the program's "cuda", as every test of it in the project expects, until it reaches
+    torch). Only a torch API the migration does not patch gets 'cuda' wrongly."""
     func = call.func
     qualified = state.resolve_name(func)
     if qualified is not None:
-        return qualified, qualified in PATCHED_CALLS
-    if isinstance(func, cst.Attribute):
-        name = func.attr.value
-        return f".{name}()", name in PATCHED_METHODS or name in TWIN_MEMBERS
-    name = _last_name(func) or "this call"
-    return name, False
+        return qualified, not qualified.startswith("torch.") or qualified in PATCHED_CALLS
+    return _last_name(func) or "this call", True
 
 
 def _judge_device(state: Any, anchor: Any) -> str | None:
@@ -217,7 +223,12 @@ def _judge_device(state: Any, anchor: Any) -> str | None:
         call = parents.get(parent)
         if isinstance(call, cst.Call):
             callee, patched = _callee(state, call)
-            return None if patched else WHY_UNPATCHED_CALL.format(callee=callee)
+            if not patched:
+                return WHY_UNPATCHED_CALL.format(callee=callee)
+            qualified = state.resolve_name(call.func)
+            if parent.keyword is not None and parent.keyword.value in DEVICE_TYPE_NAMES and qualified not in PATCHED_CALLS:
+                return WHY_DEVICE_TYPE  # a parameter spelled device_type, whose tests change (below)
+            return None
         return None
     if isinstance(parent, cst.ComparisonTarget):
         parent = parents.get(parent)
@@ -249,7 +260,7 @@ def _judge_device(state: Any, anchor: Any) -> str | None:
 
 
 def judge(
-    state: Any, anchor: cst.CSTNode, kind: str, rule: Rule | None, api: str, new: str, message: str
+    state: Any, anchor: cst.CSTNode, kind: str, rule: Any, api: str, new: str, message: str
 ) -> str | None:
     """None where the runtime migration makes this change by itself (the engine does not make it),
     else why the runtime path needs it. ``state``: the engine's State (its module, its name
@@ -268,8 +279,8 @@ def judge(
         if pairs and all(covered_name(old, new_name) for old, new_name in pairs):
             return None
         return WHY_OTHER
-    if kind == "args" and rule is None and "hccl" in new:
-        return None  # the process group's "nccl": init_process_group's arguments are rewritten
+    if kind == "args" and "hccl" in new and (rule is None or rule.get("func_name") in BACKEND_CALLS):
+        return None  # the process group's "nccl" (a value, or an argument of init_process_group): rewritten
     if kind == "device":
         return _judge_device(state, anchor)
     if kind == "env":
