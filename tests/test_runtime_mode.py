@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from goldens import check_text, check_tree
+from goldens import check_tree
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "runtime"
@@ -115,7 +115,10 @@ def test_single_file_check_and_diff(tmp_path):
     assert f"+{SWITCH}" in diff.stdout and '-device = "cuda"' not in diff.stdout
     check = transplant(["--mode", "runtime", "--check", "train.py"], tmp_path)
     assert check.returncode == 1
-    assert re.search(r"train\.py:\d+:\d+: TP104 .*runtime path: the runtime migration does not patch torch\.amp\.autocast", check.stdout)
+    assert re.search(
+        r"train\.py:\d+:\d+: TP104 .*runtime path: the runtime migration does not patch torch\.amp\.autocast",
+        check.stdout,
+    )
     assert "TP109" in check.stdout
 
 
@@ -170,7 +173,11 @@ def test_launch_scripts_export_the_variable(tmp_path):
     (tmp_path / "clean.sh").write_text("#!/bin/bash\nrm -rf out\n")
     proc = transplant(["--mode", "runtime", "--in-place", "-q", "run.sh", "clean.sh"], tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
-    assert (tmp_path / "run.sh").read_text().splitlines()[:3] == ["#!/bin/bash", "# comment", "export TORCH_TRANSFER_TO_NPU=1"]
+    assert (tmp_path / "run.sh").read_text().splitlines()[:3] == [
+        "#!/bin/bash",
+        "# comment",
+        "export TORCH_TRANSFER_TO_NPU=1",
+    ]
     assert (tmp_path / "clean.sh").read_text() == "#!/bin/bash\nrm -rf out\n"
 
 

@@ -226,7 +226,11 @@ def _judge_device(state: Any, anchor: Any) -> str | None:
             if not patched:
                 return WHY_UNPATCHED_CALL.format(callee=callee)
             qualified = state.resolve_name(call.func)
-            if parent.keyword is not None and parent.keyword.value in DEVICE_TYPE_NAMES and qualified not in PATCHED_CALLS:
+            if (
+                parent.keyword is not None
+                and parent.keyword.value in DEVICE_TYPE_NAMES
+                and qualified not in PATCHED_CALLS
+            ):
                 return WHY_DEVICE_TYPE  # a parameter spelled device_type, whose tests change (below)
             return None
         return None
@@ -259,9 +263,7 @@ def _judge_device(state: Any, anchor: Any) -> str | None:
 # ----------------------------------------------------------------------------- the filter
 
 
-def judge(
-    state: Any, anchor: cst.CSTNode, kind: str, rule: Any, api: str, new: str, message: str
-) -> str | None:
+def judge(state: Any, anchor: cst.CSTNode, kind: str, rule: Any, api: str, new: str, message: str) -> str | None:
     """None where the runtime migration makes this change by itself (the engine does not make it),
     else why the runtime path needs it. ``state``: the engine's State (its module, its name
     resolution)."""
