@@ -86,6 +86,8 @@ def test_what_the_migration_patches_stays_and_what_it_misses_changes(tmp_path):
     assert 'use_fused = device_type == "npu"' in model
     assert 'def pick(device="cuda"):' in model and 'return device == "cuda"' in model
     assert 'autocast_like(device_type="npu"), pick(device="cuda")' in model
+    assert 'a = args.device == "cuda"' in model  # the program's own option
+    assert 'b = xs[0].device == "npu"' in model and 'c = "npu" in str(x.device)' in model  # a tensor's
     assert SWITCH not in model  # a module the program imports
     assert "export TORCH_TRANSFER_TO_NPU=1" in (got / "run.sh").read_text()
     assert (got / "configs" / "train.yaml").read_text().startswith("device: npu")

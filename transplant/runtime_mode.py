@@ -69,6 +69,10 @@ CUDA_SUBMODULES = frozenset(
 # torch.amp.GradScaler take (their parameter's name); the migration patches neither, so the value is
 # changed in every file, and so are the tests of it (one file's value reaches another's parameter).
 DEVICE_TYPE_NAMES = frozenset({"device_type"})
+# names whose ``.device`` is the program's own setting, not a tensor's (``args.device == "cuda"``)
+PROGRAM_OWNERS = frozenset(
+    {"args", "opt", "opts", "options", "cfg", "config", "conf", "hparams", "params", "settings", "flags", "self"}
+)
 # the reasons, by what the runtime path misses
 WHY_UNPATCHED_CALL = "the runtime migration does not patch {callee}: it would get 'cuda'"
 WHY_DEVICE_TEST = "a device test: under the runtime migration tensors are on 'npu', never on 'cuda'"
@@ -183,13 +187,26 @@ def _last_name(node: Any) -> str | None:
 
 
 def _runtime_device(node: Any) -> bool:
-    """Is ``node`` a device the runtime hands out: ``x.device``, ``x.device.type``, ``x.device.index``
-    (an attribute ``device`` of anything but a bare name of the program's own)?"""
+    """Is ``node`` a device the runtime hands out: ``x.device.type`` (``.index``), the ``.device`` of
+    a tensor's name, of a call's or an item's result (``next(m.parameters()).device``, ``xs[0].device``),
+    or ``str()`` of one? The ``.device`` of the names in PROGRAM_OWNERS (``args.device``,
+    ``self.device``) is the program's own value (the migration leaves it "cuda"); so is a
+    ``torch.device`` the program makes, unless it is tested through ``.device.type``, which reads as a
+    tensor's."""
     import libcst as cst
 
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str" and node.args:
+        return _runtime_device(node.args[0].value)
     if isinstance(node, cst.Attribute) and node.attr.value in ("type", "index"):
-        node = node.value
-    return isinstance(node, cst.Attribute) and node.attr.value == "device"
+        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "device"
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
+        return False
+    owner = node.value
+    return (
+        isinstance(owner, (cst.Call, cst.Subscript))
+        or isinstance(owner, cst.Name)
+        and owner.value not in PROGRAM_OWNERS
+    )
 
 
 def _callee(state: Any, call: Any) -> tuple[str, bool]:
