@@ -81,6 +81,7 @@ PROGRAMS: list[dict[str, Any]] = [
         "name": "pytorch/examples word_language_model (tiny)",
         "repo": "pytorch/examples",
         "commit": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+        "paths": ["word_language_model"],  # (the program's folder of the repository of examples)
         "cwd": "word_language_model",
         # the mirror lacks wikitext-2's train.txt (its largest file): texts of our own stand in
         "texts": {
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             if gdir is None:
                 print(f"{program['name']}: no mirror of {program['repo']} (--mirror)", file=sys.stderr)
                 continue
-            export(gdir, program["commit"], original)
+            export(gdir, program["commit"], original, program.get("paths"))
         if "text" in program:
             (original / program["text"]).write_text(text())
         for name, size in program.get("texts", {}).items():

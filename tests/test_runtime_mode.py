@@ -89,6 +89,7 @@ def test_what_the_migration_patches_stays_and_what_it_misses_changes(tmp_path):
     assert 'a = args.device == "cuda"' in model  # the program's own option
     assert 'b = xs[0].device == "npu"' in model and 'c = "npu" in str(x.device)' in model  # a tensor's
     assert SWITCH not in model  # a module the program imports
+    assert SWITCH not in (got / "pkg" / "demo.py").read_text()  # a package's module with a demo
     assert "export TORCH_TRANSFER_TO_NPU=1" in (got / "run.sh").read_text()
     assert (got / "configs" / "train.yaml").read_text().startswith("device: npu")
 

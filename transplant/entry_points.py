@@ -12,7 +12,8 @@ launch that sets the variable, "0" included, wins), and a shell script that star
 
 A Python file is a program when it has a module-level ``if __name__ == "__main__":``, or imports
 torch (or torchvision, torchaudio, ...) itself and either starts with ``#!`` or runs a loop or a
-``with`` block at module level (a script such as nanoGPT's train.py). A module the project only
+``with`` block at module level (a script such as nanoGPT's train.py), outside the project's own
+packages (minGPT's ``mingpt/bpe.py`` has a demo under its guard). A module the project only
 imports gets nothing: setting the variable there would switch the migration on for whoever imports
 it, and in most orders it would come after torch is imported anyway. A file that names the
 variable already is left as it is (a second conversion changes nothing).
@@ -111,9 +112,19 @@ def _plain_os(node: ast.stmt) -> bool:
     return isinstance(node, ast.Import) and [(a.name, a.asname) for a in node.names] == [("os", None)]
 
 
-def switch_python(data: bytes, conv: Conversion) -> Conversion:
-    """``conv`` (the engine's result for ``data``) with the switch inserted when the file is a program."""
-    if ENV.encode() in data:
+def in_package(path: str, packages: frozenset[str]) -> bool:
+    """Is ``path`` (relative to the project's root) a module of one of the project's own ``packages``
+    (a demo under ``if __name__ == "__main__":`` there is not how the project starts)?"""
+    parts = path.replace("\\", "/").split("/")
+    if parts[0] == "src":
+        parts = parts[1:]
+    return len(parts) > 1 and parts[0] in packages and parts[-1] != "__main__.py"
+
+
+def switch_python(data: bytes, conv: Conversion, path: str = "", packages: frozenset[str] = frozenset()) -> Conversion:
+    """``conv`` (the engine's result for ``data``) with the switch inserted when the file is a program
+    (``path`` and the project's own ``packages``: see in_package)."""
+    if ENV.encode() in data or in_package(path, packages):
         return conv
     source = conv.new if conv.new is not None else data
     try:

@@ -48,7 +48,7 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)))
     conv = _library_context(data, conv, session)
     if session.rules.mode == "runtime" and not skips_file(data):
-        conv = switch_python(data, conv)
+        conv = switch_python(data, conv, path, facts.own_packages)
     if any(r.level in ("error", "warning") for r in conv.records):
         from ..project.cuda_tests import demote  # findings inside tests that run only with CUDA GPUs
 
