@@ -8,7 +8,7 @@ For each program: the original is run on this machine's CPU as its reference; th
 zero-edit path a user tries first), (b) transplant's runtime mode (`--mode runtime`) of the project,
 also with `--transfer-to-npu`, and (c) transplant's full conversion of the project; (a) and (b) also
 with `--strict`, which names the first "cuda" the migration leaves. Prints one Markdown row per
-program: for each way the Python lines it changed, whether the run finished and whether every number
+program: for each way the lines it changed (every text file), whether the run finished and whether every number
 it printed equals the reference's. Programs of the corpus are exported from local mirrors as
 bench/corpus.py does; everything is written under bench/out/zero_edit/ (git-ignored).
 """
@@ -136,12 +136,17 @@ def numbers(pattern: str, text: str) -> list[str]:
 
 
 def changed_lines(before: Path, after: Path) -> int:
+    """Lines removed plus lines added, over every text file of the project (Python, shell scripts,
+    configs, requirements, Dockerfiles; not the reports the conversion adds)."""
     count = 0
-    for path in sorted(before.rglob("*.py")):
+    for path in sorted(p for p in before.rglob("*") if p.is_file()):
         other = after / path.relative_to(before)
         if not other.is_file():
             continue
-        old, new = path.read_text(errors="replace").splitlines(), other.read_text(errors="replace").splitlines()
+        try:
+            old, new = path.read_text().splitlines(), other.read_text().splitlines()
+        except UnicodeDecodeError:
+            continue
         count += sum(1 for line in difflib.unified_diff(old, new, lineterm="", n=0) if line[:1] in "+-")
         count -= 2 * (old != new)  # the file header lines
     return count
@@ -200,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([python, script], cwd=original, check=True, capture_output=True)
         converted = converted_tree(program, original, work / "converted", ())
         runtime = converted_tree(program, original, work / "runtime", ("--mode", "runtime"))
+        # counted before the runs, which write outputs into the trees
+        runtime_lines, converted_lines = changed_lines(original, runtime), changed_lines(original, converted)
         pattern, prog = program["numbers"], program["argv"]
         extra = program.get("pythonpath")
 
@@ -227,9 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                 "numbers compared with": f"{said}: {len(reference)}",
                 "(a) zero-edit: lines changed": 0,
                 "(a) zero-edit": verdict(zero, pattern, reference),
-                "(b) runtime mode: lines changed": changed_lines(original, runtime),
+                "(b) runtime mode: lines changed": runtime_lines,
                 "(b) runtime mode": verdict(mode, pattern, reference),
-                "(c) full conversion: lines changed": changed_lines(original, converted),
+                "(c) full conversion: lines changed": converted_lines,
                 "(c) full conversion": verdict(conv, pattern, reference)
                 if reference_run.returncode == 0
                 else "(the reference)",
