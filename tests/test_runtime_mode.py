@@ -234,3 +234,16 @@ def test_a_program_in_runtime_mode_runs_under_the_migration_as_the_original_on_t
     mode = emulate(["--transfer-to-npu", "-q", "prog.py"], tmp_path)
     assert mode.returncode == 0, mode.stderr
     assert [line for line in mode.stdout.splitlines() if line.startswith("step")] == steps
+
+
+def test_distributed_and_accuracy_modes_refuse_runtime_mode(tmp_path):
+    shutil.copy(FIXTURES / "project" / "train.py", tmp_path / "train.py")
+    for mode in ("distributed", "accuracy"):
+        proc = transplant(
+            ["-i", tmp_path, "-o", tmp_path / "out", "--mode", "runtime", mode, "-m", "train.py"], tmp_path
+        )
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert proc.stderr.strip().endswith(
+            f"{mode} mode converts for the full conversion: --mode runtime (or [tool.transplant] mode) cannot be combined with it"
+        )
+        assert not (tmp_path / "out").exists()

@@ -307,10 +307,15 @@ def _main(argv: list[str]) -> int:
 
     from .config import Config
 
+    rule_options = _options(args)
+    if mode is not None and rule_options.mode == "runtime":
+        return _fail(
+            f"{mode} mode converts for the full conversion: --mode runtime (or [tool.transplant] mode) cannot be combined with it"
+        )
     config = Config(
         input=args.input,
         output=args.output,
-        rule_options=_options(args),
+        rule_options=rule_options,
         jobs=args.jobs,
         force=args.force,
         prefilter=not args.no_prefilter,
