@@ -147,6 +147,7 @@ def test_the_mode_comes_from_pyproject_and_bad_values_are_one_line_errors(tmp_pa
     [
         ("guarded.py", "import torch\n\nif __name__ == '__main__':\n    print(torch.ones(1))\n", True),
         ("script.py", "import torch\n\nfor i in range(2):\n    print(torch.ones(i))\n", True),
+        ("under_if.py", "import torch\n\nif True:\n    with torch.no_grad():\n        print(1)\n", True),
         ("shebang.py", "#!/usr/bin/env python\nimport torch\nprint(torch.ones(1))\n", True),
         ("library.py", "import torch\n\n\ndef f():\n    return torch.ones(1)\n", False),
         ("stdlib_main.py", "import sys\n\nif __name__ == '__main__':\n    print(sys.argv)\n", False),

@@ -79,8 +79,21 @@ def is_program(data: bytes, tree: ast.Module) -> bool:
         return _imports_beyond_stdlib(tree)  # (a script of the standard library alone never reaches torch)
     if not _imports_torch(tree):
         return False
-    loops = (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)
-    return data.startswith(b"#!") or any(isinstance(node, loops) for node in tree.body)
+    return data.startswith(b"#!") or _runs_loops(tree.body)
+
+
+def _runs_loops(body: list[ast.stmt]) -> bool:
+    """A loop or ``with`` block at module level, also under a module-level ``if`` or ``try``."""
+    for node in body:
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
+            return True
+        if isinstance(node, ast.If) and (_runs_loops(node.body) or _runs_loops(node.orelse)):
+            return True
+        if isinstance(node, ast.Try):
+            parts = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+            if any(_runs_loops(part) for part in parts):
+                return True
+    return False
 
 
 def _insertion_line(tree: ast.Module) -> int | None:
