@@ -86,6 +86,7 @@ WHY_RENAME = (
 )
 WHY_ENV = "the runtime migration does not rename environment variables: an NPU reads {new}"
 WHY_OTHER = "not among what the runtime migration patches"
+WHY_UNKNOWN = "where this value goes is not known here: changed as in the full conversion"
 WHY_BY_CODE = {  # the other file kinds (explain): what the migration never sees
     "TP105": "the runtime migration does not rename environment variables",
     "TP107": "the runtime migration does not see shell commands",
@@ -228,6 +229,8 @@ def _judge_device(state: Any, anchor: Any) -> str | None:
     if parents is None:
         parents = state.__dict__["_runtime_parents"] = Parents(state.module)
     node, parent = anchor, parents.get(anchor)
+    if parent is None:  # not a node of the file as written: changed, as the full conversion does
+        return WHY_UNKNOWN
     if isinstance(parent, cst.Call) and parent.func is anchor:  # "device defaults to cuda": the call
         callee, patched = _callee(state, parent)
         return None if patched else WHY_DEVICE_DEFAULT.format(callee=callee)
