@@ -235,6 +235,14 @@ def test_a_program_in_runtime_mode_runs_under_the_migration_as_the_original_on_t
     mode = emulate(["--transfer-to-npu", "-q", "prog.py"], tmp_path)
     assert mode.returncode == 0, mode.stderr
     assert [line for line in mode.stdout.splitlines() if line.startswith("step")] == steps
+    # without the flag the program's own switch turns the migration on, at its first import of torch
+    switched = emulate(["-q", "prog.py"], tmp_path)
+    assert switched.returncode == 0, switched.stderr
+    assert "runtime migration (transfer_to_npu) is on" in switched.stderr
+    assert [line for line in switched.stdout.splitlines() if line.startswith("step")] == steps
+    # a launch that says "0" wins over the program's setdefault: no migration, and "cuda" fails
+    off = emulate(["-q", "prog.py"], tmp_path, TORCH_TRANSFER_TO_NPU="0")
+    assert "runtime migration (transfer_to_npu) is on" not in off.stderr
 
 
 def test_distributed_and_accuracy_modes_refuse_runtime_mode(tmp_path):

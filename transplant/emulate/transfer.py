@@ -38,7 +38,7 @@ from ..transfer_api import (  # the migration's facts, shared with the conversio
     TORCH_FUNCTIONS,
 )
 
-__all__ = ["ENV", "SOURCE", "install", "requested"]
+__all__ = ["ENV", "SOURCE", "install", "requested", "watch"]
 
 
 def requested() -> bool:
@@ -218,6 +218,26 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         install(sys.modules["torch_npu"])
+
+
+def watch(torch_npu: types.ModuleType) -> None:
+    """Apply the migration at the program's first import of torch (or torch_npu) if the program has
+    set TORCH_TRANSFER_TO_NPU=1 by then (runtime mode's switch, transplant/entry_points.py): on an NPU,
+    PyTorch's autoload reads the variable at that import; here the emulated stack is in place before
+    the program starts, so that import is watched instead (``builtins.__import__``, given back at
+    once)."""
+    import builtins
+
+    original = builtins.__import__
+
+    def watching(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "torch" or name.startswith(("torch.", "torch_npu"))):
+            builtins.__import__ = original
+            if requested():
+                install(torch_npu)
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = watching
 
 
 def install(torch_npu: types.ModuleType) -> None:
