@@ -85,12 +85,13 @@ def export(gdir: Path, commit: str, dest: Path, paths: list[str] | None = None) 
     return skipped
 
 
-def convert(src: Path, out: Path) -> tuple[float, int]:
+def convert(src: Path, out: Path, options: tuple[str, ...] = ()) -> tuple[float, int]:
+    """Convert ``src`` into ``out`` with this checkout's transplant (``options``: more of its flags)."""
     if out.exists():
         shutil.rmtree(out)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "transplant", "-q", "-i", str(src), "-o", str(out), "--force"],
+        [sys.executable, "-m", "transplant", "-q", "-i", str(src), "-o", str(out), "--force", *options],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -17,6 +17,8 @@ A file goes in at the top and its reports come out at the bottom; each line is a
     session.py                       what a conversion works with: rules, project facts, switches
     filetypes.py                     one file by its kind: Python, notebook, shell, C++, config, ...
     rules.py (+ rules/*.json)        the one rule language: load, validate, index; the pre-filter
+    runtime_mode.py, entry_points.py --mode runtime: the engine's changes filtered by what torch_npu's
+                                     runtime migration patches (transfer_api.py); its switch in programs
     ruleexamples.py                  transplant test-rules: the examples rule entries carry, checked
     skeleton.py, nesting.py          fold what no rule can match; guard libcst's parser
     engine/                          a Python source: one parse, one traversal applying every rule

@@ -61,6 +61,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .rules import DEFAULT_PYTORCH_VERSION, DEFAULT_TORCH_NPU, PYTORCH_VERSIONS, TORCH_NPU_RELEASES
+    from .runtime_mode import MODES
 
     p = _Parser(
         prog="transplant",
@@ -106,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"torch_npu release ({', '.join(TORCH_NPU_RELEASES)}); default: the newest final release that "
         f"ships --pytorch-version (the default pair is PyTorch {DEFAULT_PYTORCH_VERSION} with torch_npu "
         f"{DEFAULT_TORCH_NPU})",
+    )
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="full: convert every CUDA use (default); runtime: leave to torch_npu's runtime migration "
+        "(TORCH_TRANSFER_TO_NPU=1, set in the programs) what it patches and change only what it gets wrong",
     )
     p.add_argument(
         "-j",
@@ -184,6 +192,7 @@ def _flags(args: argparse.Namespace) -> dict:
         similar=args.similar,
         pytorch_version=args.pytorch_version,
         torch_npu=args.torch_npu,
+        mode=args.mode,
     )
 
 
@@ -298,10 +307,15 @@ def _main(argv: list[str]) -> int:
 
     from .config import Config
 
+    rule_options = _options(args)
+    if mode is not None and rule_options.mode == "runtime":
+        return _fail(
+            f"{mode} mode converts for the full conversion: --mode runtime (or [tool.transplant] mode) cannot be combined with it"
+        )
     config = Config(
         input=args.input,
         output=args.output,
-        rule_options=_options(args),
+        rule_options=rule_options,
         jobs=args.jobs,
         force=args.force,
         prefilter=not args.no_prefilter,

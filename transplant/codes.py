@@ -108,6 +108,16 @@ TABLE: tuple[Code, ...] = (
         "NPU path",
     ),
     Code(
+        "TP109",
+        "runtime",
+        "runtime-migration-on",
+        "warning",
+        "torch_npu's runtime migration switched on where a program starts (--mode runtime)",
+        "torch_npu's runtime migration switched on (`--mode runtime`): `TORCH_TRANSFER_TO_NPU=1` set before a "
+        "program imports anything, or exported by a launch script ([conversion.md](conversion.md#runtime-mode))",
+        "runtime migration",
+    ),
+    Code(
         "TP201",
         "no_counterpart",
         "no-npu-counterpart",

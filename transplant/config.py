@@ -18,6 +18,7 @@ class RuleOptions:
     similar: bool = False
     pytorch_version: str = DEFAULT_PYTORCH_VERSION
     torch_npu: str | None = None  # the torch_npu release; None: the newest that ships pytorch_version
+    mode: str = "full"  # "runtime": leave to torch_npu's runtime migration what it patches (runtime_mode.py)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from .filekinds import OTHER, file_kind, within_limits
 from .project import NO_FACTS, ProjectFacts
 from .records import CODES, Record, Recorded, SourceError, not_converted_record
 from .rules import RuleSet
+from .runtime_mode import explain
 from .session import Session
 
 __all__ = ["FileResult", "convert_file", "convert_in", "convert_named", "file_kind", "may_convert", "within_limits"]
@@ -59,7 +60,7 @@ def convert_in(session: Session, path: str, data: bytes) -> FileResult:
         result.error = "source is nested too deeply to convert"
         return result
     result.new = conv.new
-    result.records = conv.records
+    result.records = conv.records if session.rules.mode != "runtime" else explain(conv.records)
     return result
 
 

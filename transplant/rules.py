@@ -16,6 +16,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from . import runtime_mode
 from .nesting import nesting_error
 from .resources import rules_dir
 from .rule_versions import (
@@ -92,6 +93,9 @@ class RuleSet:
     autoload: bool = True  # the chosen PyTorch loads torch_npu by itself (AUTOLOAD_SINCE)
     pytorch_version: str = DEFAULT_PYTORCH_VERSION  # the stack the rules were chosen for
     torch_npu: str = DEFAULT_TORCH_NPU
+    mode: str = (
+        "full"  # the conversion's mode: "runtime" leaves to torch_npu's migration what it patches (runtime_mode.py)
+    )
 
     # The pre-filter's patterns are compiled when first searched with: a source with a trigger
     # word never needs the other two, and compiling all three is a tenth of a small run's start.
@@ -380,19 +384,24 @@ def load_ruleset(
     pytorch_version: str | None = DEFAULT_PYTORCH_VERSION,
     torch_npu: str | None = None,
     builtin: bool = True,
+    mode: str = "full",
 ) -> RuleSet:
     """Load built-in and user rules into one RuleSet for PyTorch ``pytorch_version`` with the
     torch_npu release ``torch_npu`` (None: the newest that ships the version; a version of None
     with a release: the one that release recommends). User rules win
-    over built-in ones."""
+    over built-in ones. ``mode``: "full" or "runtime" (runtime_mode.py)."""
     try:
         pytorch_version, release = resolve_stack(pytorch_version, torch_npu)
     except StackError as exc:
         raise RuleError(str(exc)) from None
+    try:
+        runtime_mode.check(mode, release)
+    except runtime_mode.ModeError as exc:
+        raise RuleError(str(exc)) from None
     options = {"specify_device": specify_device, "similar": similar}
     builtin_files = builtin_rule_files(pytorch_version) if builtin else []
     files = builtin_files + [Path(p) for p in user_rules]
-    rs = RuleSet(pytorch_version=pytorch_version, torch_npu=release)
+    rs = RuleSet(pytorch_version=pytorch_version, torch_npu=release, mode=mode)
     kept: list[Rule] = []
     for number, path in enumerate(files):
         user = number >= len(builtin_files)  # shipped files are validated by the tests, not here

@@ -38,4 +38,5 @@ def load_rules(options: RuleOptions) -> RuleSet:
         similar=options.similar,
         pytorch_version=options.pytorch_version,
         torch_npu=options.torch_npu,
+        mode=options.mode,
     )

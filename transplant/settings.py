@@ -11,6 +11,7 @@ It reads one file and never loads rules (a bad ``rules`` entry is reported when 
     similar = false                       # like -sim
     pytorch_version = "2.9"               # like --pytorch-version
     torch_npu = "26.0"                    # like --torch-npu (default: the newest release with that PyTorch)
+    mode = "runtime"                      # like --mode (default "full"; runtime_mode.py)
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import re
 from pathlib import Path
 
 from .config import RuleOptions
+from .runtime_mode import MODES, ModeError, check
 from .rule_versions import StackError, resolve_stack
 from .rules import PYTORCH_VERSIONS, TORCH_NPU_RELEASES, RuleError
 
 PYPROJECT = "pyproject.toml"
-KEYS = ("rules", "specify_device", "similar", "pytorch_version", "torch_npu")
+KEYS = ("rules", "specify_device", "similar", "pytorch_version", "torch_npu", "mode")
 # [tool.transplant], [tool."transplant"], tool.transplant.x = ..., or a [tool] table that may hold it
 _MENTIONS_TABLE = re.compile(r'tool\s*\.\s*["\']?transplant\b|^\s*\[\s*tool\s*\]', re.M)
 
@@ -82,6 +84,8 @@ def read_table(path: Path) -> dict:
             raise RuleError(f"{where} must be one of {', '.join(PYTORCH_VERSIONS)}, not {value!r}")
         if key == "torch_npu" and value not in TORCH_NPU_RELEASES:
             raise RuleError(f"{where} must be one of {', '.join(TORCH_NPU_RELEASES)}, not {value!r}")
+        if key == "mode" and value not in MODES:
+            raise RuleError(f"{where} must be one of {', '.join(MODES)}, not {value!r}")
     checked = dict(table)
     if "rules" in checked:
         checked["rules"] = [path.parent / Path(r).expanduser() for r in checked["rules"]]
@@ -96,17 +100,24 @@ def options_for(
     similar: bool | None = None,
     pytorch_version: str | None = None,
     torch_npu: str | None = None,
+    mode: str | None = None,
 ) -> RuleOptions:
     """RuleOptions from the table, each overridden by its command-line flag when given
     (``-r`` replaces the table's ``rules``; ``-s``/``-sim`` turn an option on). The stack is taken
     as a pair: a ``--pytorch-version`` or ``--torch-npu`` flag replaces both of the table's, the
     other one derived from it (rule_versions.resolve_stack); a pair no release ships is a
-    RuleError."""
+    RuleError, and so is runtime mode for a release without the migration variable (``--mode``
+    replaces the table's ``mode``)."""
     if pytorch_version is None and torch_npu is None:
         pytorch_version, torch_npu = table.get("pytorch_version"), table.get("torch_npu")
     try:
         version, release = resolve_stack(pytorch_version, torch_npu)
     except StackError as exc:
+        raise RuleError(str(exc)) from None
+    mode = mode or table.get("mode", "full")
+    try:
+        check(mode, release)
+    except ModeError as exc:
         raise RuleError(str(exc)) from None
     return RuleOptions(
         tuple(rules) if rules else tuple(table.get("rules", ())),
@@ -114,6 +125,7 @@ def options_for(
         bool(similar) or table.get("similar", False),
         version,
         release,
+        mode,
     )
 
 

@@ -223,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
 
     summary.gather()  # the processes the program starts leave their summaries for this one's
     runtime.autoload()
+    npu = sys.modules.get("torch_npu")  # (autoloaded; without autoload its own import reads the variable)
+    if npu is not None and args.backing == "cpu" and os.environ.get("TORCH_TRANSFER_TO_NPU", "0") == "0":
+        from . import transfer
+
+        # the program may switch the migration on itself before it imports torch (runtime mode)
+        transfer.watch(npu)
     if args.module:
         sys.argv = [args.module, *args.args]  # run_module puts the module's file first, as python -m does
         status = _run(lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True), checker)

@@ -26,51 +26,19 @@ from typing import Any, Callable
 
 import torch
 
-ENV = "TORCH_TRANSFER_TO_NPU"
-SOURCE = (
-    "Ascend/pytorch torch_npu/contrib/transfer_to_npu.py (commit 69ada4e; the older 023ee49 lacks the "
-    "Generator proxy, default_stream, init_device_mesh, _new_group_with_tag, CUDAGraph and the cuda "
-    "entry of the default device-backend map); TORCH_TRANSFER_TO_NPU: torch_npu/_init/core/optional_features.py"
+from ..transfer_api import (  # the migration's facts, shared with the conversion's runtime mode
+    CUDA_FUNCTIONS,
+    DEVICE_KEYWORDS,
+    ENV,
+    MODULE_METHODS,
+    NAMESPACES,
+    ORDINAL_METHODS,
+    SOURCE,
+    TENSOR_METHODS,
+    TORCH_FUNCTIONS,
 )
 
-# torch functions whose device arguments the migration rewrites
-TORCH_FUNCTIONS = (
-    "logspace", "randint", "hann_window", "rand", "full_like", "ones_like", "rand_like", "randperm", "arange",
-    "frombuffer", "normal", "_empty_per_channel_affine_quantized", "empty_strided", "empty_like", "scalar_tensor",
-    "tril_indices", "bartlett_window", "ones", "sparse_coo_tensor", "randn", "kaiser_window", "tensor",
-    "triu_indices", "as_tensor", "zeros", "randint_like", "full", "eye", "_sparse_csr_tensor_unsafe", "empty",
-    "_sparse_coo_tensor_unsafe", "blackman_window", "zeros_like", "range", "sparse_csr_tensor", "randn_like",
-    "from_file", "_cudnn_init_dropout_state", "_empty_affine_quantized", "linspace", "hamming_window",
-    "empty_quantized", "_pin_memory", "autocast", "load", "set_default_device",
-)  # fmt: skip
-TENSOR_METHODS = (
-    "new_empty",
-    "new_empty_strided",
-    "new_full",
-    "new_ones",
-    "new_tensor",
-    "new_zeros",
-    "to",
-    "pin_memory",
-)
-MODULE_METHODS = ("to", "to_empty")
-CUDA_FUNCTIONS = (
-    "get_device_properties", "get_device_name", "get_device_capability", "list_gpu_processes", "set_device",
-    "synchronize", "mem_get_info", "memory_stats", "memory_summary", "memory_allocated", "max_memory_allocated",
-    "reset_max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_max_memory_cached",
-    "reset_peak_memory_stats", "default_stream",
-)  # fmt: skip
-DEVICE_KEYWORDS = ("device", "device_type", "map_location", "device_id")
-# torch.<left> takes the public names (__all__) of torch_npu.<right>
-NAMESPACES = (
-    ("cuda", "npu"),
-    ("cuda.amp", "npu.amp"),
-    ("cuda.random", "npu.random"),
-    ("cuda.amp.autocast_mode", "npu.amp.autocast_mode"),
-    ("cuda.amp.common", "npu.amp.common"),
-    ("cuda.amp.grad_scaler", "npu.amp.grad_scaler"),
-)
-ORDINAL_METHODS = ("to", "to_empty")  # where a positional int is a device too
+__all__ = ["ENV", "SOURCE", "install", "requested", "watch"]
 
 
 def requested() -> bool:
@@ -250,6 +218,26 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         install(sys.modules["torch_npu"])
+
+
+def watch(torch_npu: types.ModuleType) -> None:
+    """Apply the migration at the program's first import of torch (or torch_npu) if the program has
+    set TORCH_TRANSFER_TO_NPU=1 by then (runtime mode's switch, transplant/entry_points.py): on an NPU,
+    PyTorch's autoload reads the variable at that import; here the emulated stack is in place before
+    the program starts, so that import is watched instead (``builtins.__import__``, given back at
+    once)."""
+    import builtins
+
+    original = builtins.__import__
+
+    def watching(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "torch" or name.startswith(("torch.", "torch_npu"))):
+            builtins.__import__ = original
+            if requested():
+                install(torch_npu)
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = watching
 
 
 def install(torch_npu: types.ModuleType) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
+from .. import runtime_mode
 from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from .bindings import Bindings
@@ -143,8 +144,17 @@ class State(cst.CSTTransformer):
             message = f"{message}; kept as it is: {self.kept[id(anchor)]}"
         code = CODES[kind]
         operation = OPERATION.get(kind, "") if operation is None else operation
+        reason = None
+        if level == "fix" and self.rules.mode == runtime_mode.RUNTIME:
+            # a change the runtime migration makes by itself is not made (runtime_mode.py)
+            reason = runtime_mode.judge(self, anchor, kind, rule, api, new, message)
+            if reason is None:
+                return False
+            needs_npu = "torch_npu" in new  # torch_npu is loaded by PyTorch; a name of it still needs the import
         if level == "fix" and rule is not None and rule.get("message"):
             message = f"{message} ({rule['message']})"  # what the rule's author wants users to know
+        if reason is not None:
+            message = runtime_mode.with_reason(message, reason)
         if rule is not None and level != "fix" and not suggestion:
             suggestion = rule.get("suggestion", "")
         self.pending.append(

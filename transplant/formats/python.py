@@ -5,13 +5,20 @@ every file, so this module imports the engine and the project scan only where a 
 
 from __future__ import annotations
 
-from ..records import CODES, Conversion, Record
+from ..entry_points import may_be_program, switch_python
+from ..records import CODES, Conversion, Record, skips_file
 from ..session import Session
 
 
 def may_convert(path: str, data: bytes, session: Session) -> bool:
-    """Names a star import provides may match rules without being spelled in the file."""
-    return may_convert_cells(path, data, session) or bool(session.facts.star_names(path)[0])
+    """Names a star import provides may match rules without being spelled in the file; in runtime
+    mode a program gets the migration's variable (entry_points.py)."""
+    return (
+        may_convert_cells(path, data, session)
+        or bool(session.facts.star_names(path)[0])
+        or session.rules.mode == "runtime"
+        and may_be_program(data)
+    )
 
 
 def may_convert_cells(path: str, data: bytes, session: Session) -> bool:
@@ -40,6 +47,8 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
             kept = [r for r in conv.records if r.is_change or (r.line, r.api) not in mine]
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)), unreached=conv.unreached)
     conv = _library_context(data, conv, session)
+    if session.rules.mode == "runtime" and not skips_file(data):
+        conv = switch_python(data, conv, path, facts.own_packages)
     if facts.hccl_choosers:  # backend=get_nccl_backend(): the project's own choice
         from ..project.backends import settle
 

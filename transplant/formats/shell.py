@@ -194,6 +194,8 @@ def convert_shell_script(data: bytes, rules: RuleSet) -> Conversion:
 
 
 def may_convert(path: str, data: bytes, session: Session) -> bool:
+    if session.rules.mode == "runtime" and b"TORCH_TRANSFER_TO_NPU" not in data:
+        return True  # a launch script gets the runtime migration's variable (entry_points.py)
     return session.rules.may_match(data) or b"pip" in data  # pip install of CUDA-only packages
 
 
@@ -204,4 +206,8 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
     extra = [] if skips_file(data) else pip_records(data)
     if extra:
         conv = Conversion(conv.new, sorted(conv.records + extra, key=lambda r: (r.line, r.col)))
+    if session.rules.mode == "runtime" and not skips_file(data):
+        from ..entry_points import switch_shell
+
+        conv = switch_shell(data, conv)
     return conv
