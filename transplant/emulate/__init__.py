@@ -15,6 +15,7 @@ user's), and no other command loads it; the converter never imports it.
     composites.py  --device-identity: composites that pick their body by device type (LSTM, GRU, their
                  cells, attention) as the backing runs them; record_stream
     collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
+    generators.py  --device-identity: torch.Generator("npu") as torch_npu makes it, the backing's numbers
     npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
     compiling.py torch.compile runs eagerly (torch's disable=True), counted in the summary

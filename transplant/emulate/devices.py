@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 from torch.overrides import TorchFunctionMode
 
-from . import npus
+from . import generators, npus
 
 NPU = "npu"
 _NPU_DEVICE = re.compile(r"npu(?::(\d+))?\Z")
@@ -124,6 +124,8 @@ class NpuDeviceMode(TorchFunctionMode):
             # no device, and this path is every torch call's cost (a bigram model's loop is made of them)
             if "device" in kwargs or (_names_a_device(args) if names is None else names):
                 args, kwargs = npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
+            if "generator" in kwargs:
+                generators.check_call(func, args, kwargs)
             if backing.kind == "cpu":
                 if func in PIN_MEMORY:
                     return args[0]
@@ -199,6 +201,7 @@ def install(backing: Backing) -> None:
         from . import composites, identity
 
         identity.install(backing.device())
+        generators.install()  # torch.Generator("npu")
         composites.install(whole=backing.kind == "cpu")  # LSTM, GRU, their cells, attention: as the backing runs them
     else:
         _methods(backing)
@@ -238,7 +241,7 @@ def _methods(backing: Backing) -> None:
     torch.nn.Module.npu = module_npu  # type: ignore[attr-defined]
     base_generator: Any = torch.Generator
 
-    class Generator(base_generator):
+    class Generator(base_generator, metaclass=generators.Meta):  # torch's generators stay torch.Generator's
         def __new__(cls, device="cpu"):
             return base_generator.__new__(cls, backing.translate(device))
 
