@@ -491,6 +491,8 @@ def launch_under_the_emulator(case: str, tmp_path: Path, **extra: str) -> tuple[
 
 
 SPAWN = """
+import os
+import sys
 import torch
 import torch_npu
 import torch.distributed as dist
@@ -505,6 +507,9 @@ def worker(rank, world):
     print(f"rank {rank} {total.tolist()}", flush=True)
     dist.barrier()
     dist.destroy_process_group()
+    # done: leave before finalization, where gloo's teardown can abort the process (pytorch/pytorch#179291)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,7 @@ def test_m_module_means_what_python_m_means(tmp_path):
 
 TORCHRUN = """
 import os
+import sys
 import torch
 import torch.distributed as dist
 
@@ -129,6 +130,9 @@ total = torch.ones(2).to(device) * (rank + 1)
 dist.all_reduce(total)
 print(f"rank {rank} {total.tolist()}", flush=True)
 dist.destroy_process_group()
+# done: leave before finalization, where gloo's teardown can abort the rank (pytorch/pytorch#179291)
+sys.stderr.flush()
+os._exit(0)
 """
 
 
@@ -161,6 +165,8 @@ def test_torchrun_ranks_are_emulated(tmp_path):
 
 
 ACCELERATE = """
+import os
+import sys
 import torch
 from accelerate import Accelerator
 
@@ -170,6 +176,10 @@ total = torch.ones(2, device=accelerator.device) * (accelerator.process_index + 
 total = accelerator.reduce(total, reduction="sum")
 print(f"rank {accelerator.process_index} {accelerator.distributed_type} {accelerator.device.type} "
       f"{type(model).__name__} {total.tolist()}", flush=True)
+# done: leave before finalization, where gloo's teardown of the live group can abort the rank
+# (pytorch/pytorch#179291)
+sys.stderr.flush()
+os._exit(0)
 """
 
 

@@ -8,12 +8,14 @@ user's), and no other command loads it; the converter never imports it.
     devices.py   "npu" as a device name: translation of npu devices for every torch call, tensor and
                  module methods, autocast, GradScaler, the hccl backend, DistributedDataParallel
     npu_api.py   the torch_npu.npu namespace (devices, streams, events, memory, seeds, amp)
+    properties.py  get_device_properties, get_device_name, mem_get_info: torch_npu's fields and checks
     accelerator.py  torch.accelerator answered as on an NPU host, from the emulated torch_npu.npu
     extras.py    torch_npu.profiler, torch_npu.optim, torch_npu.contrib, torch_npu.utils
     identity.py  --device-identity: "npu" as a Python backend, NPU tensors computed on the backing device
     composites.py  --device-identity: composites that pick their body by device type (LSTM, GRU, their
                  cells, attention) as the backing runs them; record_stream
     collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
+    generators.py  --device-identity: torch.Generator("npu") as torch_npu makes it, the backing's numbers
     npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
     compiling.py torch.compile runs eagerly (torch's disable=True), counted in the summary

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 from torch.overrides import TorchFunctionMode
 
-from . import npus
+from . import generators, npus
 
 NPU = "npu"
 _NPU_DEVICE = re.compile(r"npu(?::(\d+))?\Z")
@@ -107,8 +107,21 @@ class NpuDeviceMode(TorchFunctionMode):
         # a check that only looks at calls with keyword arguments, a device among the positional ones,
         # or a .to: the summary's (without --strict); other calls skip it
         self.devices_only = getattr(check, "devices_only", False)
+        self.sees_all = check is not None and not self.devices_only  # --strict's check sees every call
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        backing = self.backing
+        if not kwargs and backing.active and backing.identity and not self.sees_all:
+            # most calls of a program under device identity (a bigram model's loop is made of them):
+            # no keyword, no device or string among the arguments, none of the calls handled below.
+            # Nothing to translate or count, so they go straight on (what follows would do the same)
+            for value in args:
+                kind = value.__class__
+                if kind is str or kind is torch.device:
+                    break
+            else:
+                if func not in _HANDLED and func not in PIN_MEMORY:
+                    return func(*args)
         kwargs = kwargs or {}
         names = None
         if self.check is not None:
@@ -124,6 +137,8 @@ class NpuDeviceMode(TorchFunctionMode):
             # no device, and this path is every torch call's cost (a bigram model's loop is made of them)
             if "device" in kwargs or (_names_a_device(args) if names is None else names):
                 args, kwargs = npus.name_selected(args, kwargs, func in _TO_METHODS or func is _PARSE_TO)
+            if "generator" in kwargs:
+                generators.check_call(func, args, kwargs)
             if backing.kind == "cpu":
                 if func in PIN_MEMORY:
                     return args[0]
@@ -163,6 +178,9 @@ PIN_MEMORY = {torch.Tensor.pin_memory}
 _TO_METHODS = (torch.Tensor.to,)
 _PARSE_TO = torch._C._nn._parse_to
 _TO_CALLS = (torch.Tensor.to, _PARSE_TO)
+# the calls the device mode does something with even without a keyword or a device among their
+# arguments (PIN_MEMORY too, which transfer.py adds to)
+_HANDLED = frozenset({*_TO_CALLS, _IS_PINNED, torch.device})
 
 
 def enter_mode(backing: Backing, check=None) -> None:
@@ -199,6 +217,7 @@ def install(backing: Backing) -> None:
         from . import composites, identity
 
         identity.install(backing.device())
+        generators.install()  # torch.Generator("npu")
         composites.install(whole=backing.kind == "cpu")  # LSTM, GRU, their cells, attention: as the backing runs them
     else:
         _methods(backing)
@@ -238,7 +257,7 @@ def _methods(backing: Backing) -> None:
     torch.nn.Module.npu = module_npu  # type: ignore[attr-defined]
     base_generator: Any = torch.Generator
 
-    class Generator(base_generator):
+    class Generator(base_generator, metaclass=generators.Meta):  # torch's generators stay torch.Generator's
         def __new__(cls, device="cpu"):
             return base_generator.__new__(cls, backing.translate(device))
 

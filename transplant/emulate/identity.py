@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -97,13 +98,31 @@ def _npu_storage(device: torch.device, data_storage):
 def data_of(tensor: torch.Tensor) -> torch.Tensor:
     """The backing data of an NPU tensor: its NPU storage's backing storage, with its metadata (so a
     detached or shallow copy made in C++, which shares the NPU storage, has the same data)."""
+    npu_storage: Any = tensor.untyped_storage()
+    dtype = tensor.dtype
     try:
-        storage = tensor.untyped_storage()._emu  # type: ignore[attr-defined]
+        whole = npu_storage._emu_whole[dtype]
+    except (AttributeError, KeyError):
+        whole = _whole(npu_storage, dtype, tensor)
+    # a strided view of the whole data: one operator, where a new tensor set onto the storage takes two
+    return whole.as_strided(tensor.size(), tensor.stride(), tensor.storage_offset())
+
+
+def _whole(npu_storage, dtype: torch.dtype, tensor: torch.Tensor) -> torch.Tensor:
+    """The whole backing storage of an NPU storage as a flat tensor of ``dtype``, kept with the NPU
+    storage (not the backing one, which the tensor refers to: that would be a cycle the collector
+    does not see, and the data would never be freed); _sync drops it when the data moves."""
+    try:
+        storage = npu_storage._emu
     except AttributeError:
         raise RuntimeError(f"an npu tensor without data (made outside the emulator): {tuple(tensor.shape)}") from None
-    return torch.empty(0, dtype=tensor.dtype, device=storage.device).set_(
-        storage, tensor.storage_offset(), tensor.size(), tensor.stride()
-    )
+    whole = torch.empty(0, dtype=dtype, device=storage.device)
+    whole.set_(storage, 0, (storage.nbytes() // whole.element_size(),), (1,))
+    try:
+        npu_storage._emu_whole[dtype] = whole
+    except AttributeError:
+        npu_storage._emu_whole = {dtype: whole}
+    return whole
 
 
 def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
@@ -112,6 +131,7 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
     data_storage = data.untyped_storage()
     if data_storage._cdata != storage._emu._cdata:  # type: ignore[attr-defined]
         storage._emu = data_storage  # type: ignore[attr-defined]
+        storage._emu_whole = {}  # type: ignore[attr-defined]  # (data_of's views of the data it stood for)
     if storage.nbytes() < data_storage.nbytes() or storage.data_ptr() != data_storage.data_ptr():
         # the data moved or grew (resize_): an NPU storage that stands for it as it is now
         storage = _npu_storage(npu.device, data_storage)

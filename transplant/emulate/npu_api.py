@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from . import npus
+from . import npus, properties
 from .coverage import NOT_EMULATED, NotEmulated
 from .devices import Backing
 
@@ -107,18 +107,6 @@ def _cpu_api(backing: Backing) -> dict:
     def device_of(tensor):
         return device(tensor.device.index if tensor.device.type == "npu" else None)
 
-    def mem_get_info(device=None):
-        page = os.sysconf("SC_PAGE_SIZE")
-        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
-
-    def properties(device=None):
-        return types.SimpleNamespace(
-            name=name(), total_memory=mem_get_info()[1], multi_processor_count=os.cpu_count() or 1, major=0, minor=0
-        )
-
-    def name(device=None):
-        return "emulated NPU (cpu)"
-
     generator = torch.default_generator  # the NPU generator is the CPU's (torch.manual_seed seeds it too)
 
     def manual_seed(seed):
@@ -143,12 +131,9 @@ def _cpu_api(backing: Backing) -> dict:
         set_device=set_device,
         device=device,
         device_of=device_of,
-        get_device_name=name,
-        get_device_properties=properties,
         get_device_capability=device_capability,
         can_device_access_peer=lambda device, peer: True,
         utilization=lambda device=None: 0,
-        mem_get_info=mem_get_info,
         is_bf16_supported=lambda *args: True,
         get_sync_debug_mode=lambda: 0,
         current_blas_handle=lambda: 0,
@@ -174,6 +159,7 @@ def _cpu_api(backing: Backing) -> dict:
         is_current_stream_capturing=lambda: False,
     )
     api.update(_cpu_streams())
+    api.update(properties.build("cpu", backing.count, backing.identity, backing.device))
     return api
 
 
@@ -356,14 +342,9 @@ def _cuda_api(backing: Backing) -> dict:
         *_MEMORY,
     )
     api = {name: getattr(cuda, name) for name in names if name not in NOT_EMULATED and hasattr(cuda, name)}
-    api.update(
-        {
-            name: on_gpu(api[name])
-            for name in ("set_device", "device", "get_device_name", "get_device_properties", "synchronize")
-            if name in api
-        }
-    )
+    api.update({name: on_gpu(api[name]) for name in ("set_device", "device", "synchronize") if name in api})
     api.update(Stream=Stream, Event=Event, ExternalStream=ExternalStream, get_device_capability=device_capability)
+    api.update(properties.build("cuda", backing.count, backing.identity, backing.device))
     return api
 
 
