@@ -175,7 +175,9 @@ def test_the_summary_counts_moves_by_index_and_adds_up_a_launchers_ranks(tmp_pat
 
     (tmp_path / "rank.py").write_text(
         "import os, torch\nrank = int(os.environ['LOCAL_RANK'])\ntorch.npu.set_device(rank)\n"
-        "model = torch.nn.Linear(2, 2).to(rank)\nprint('rank', rank, model(torch.ones(2).npu()).device)\n"
+        "model = torch.nn.Linear(2, 2).to(rank)\nout = model(torch.ones(2).npu())\n"
+        # one write per line: print's pieces, written apart, can interleave with the other rank's
+        "os.write(1, f'rank {rank} {out.device}\\n'.encode())\n"
     )
     alone = emulate(["rank.py"], tmp_path, LOCAL_RANK="0")
     launched = emulate(
@@ -185,7 +187,9 @@ def test_the_summary_counts_moves_by_index_and_adds_up_a_launchers_ranks(tmp_pat
     )
     assert alone.returncode == 0 and launched.returncode == 0, alone.stderr + launched.stderr
     # (the ranks share stdout: their lines may run together, so each is found by its pattern)
-    assert sorted(re.findall(r"rank \d npu:\d", launched.stdout)) == ["rank 0 npu:0", "rank 1 npu:1"]
+    assert sorted(re.findall(r"rank \d npu:\d", launched.stdout)) == ["rank 0 npu:0", "rank 1 npu:1"], (
+        launched.stdout + launched.stderr
+    )
     one = re.search(r"(\d+) tensor moves? and (\d+) module moves?", summary_line(alone.stderr))
     both = re.search(
         r"(\d+) tensor moves? and (\d+) module moves? to the NPU \(all 3 processes\)", summary_line(launched.stderr)

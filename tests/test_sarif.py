@@ -191,6 +191,7 @@ def test_levels_of_rules_and_results(work, capsys):
         "TP900": "error",
         "TP107": "warning",
         "TP108": "warning",
+        "TP109": "warning",  # the runtime migration's switch (--mode runtime): a change to make
         "TP204": "error",
         "TP205": "warning",
         "TP206": "warning",
