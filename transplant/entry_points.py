@@ -160,19 +160,7 @@ def switch_python(data: bytes, conv: Conversion, path: str = "", packages: froze
         where, added = -where, added[1:]
     new = b"".join(lines[:where] + added + lines[where:])
     line = _original_line(data, conv, where)
-    record = Record(
-        line,
-        1,
-        line,
-        1,
-        CODES["runtime"],
-        "fix",
-        OPERATION["runtime"],
-        MESSAGE,
-        "builtin",
-        api=ENV,
-        new=PYTHON_LINES[1].decode(),
-    )
+    record = _switch_record(line, PYTHON_LINES[1])
     return Conversion(new, sorted([*conv.records, record], key=lambda r: (r.line, r.col)), unreached=conv.unreached)
 
 
@@ -201,17 +189,12 @@ def switch_shell(data: bytes, conv: Conversion) -> Conversion:
     if where and not lines[where - 1].endswith((b"\n", b"\r")):
         lines[where - 1] += ending
     new = b"".join(lines[:where] + [SHELL_LINE + ending] + lines[where:])
-    record = Record(
-        where + 1,
-        1,
-        where + 1,
-        1,
-        CODES["runtime"],
-        "fix",
-        OPERATION["runtime"],
-        MESSAGE,
-        "builtin",
-        api=ENV,
-        new=SHELL_LINE.decode(),
-    )
+    record = _switch_record(where + 1, SHELL_LINE)
     return Conversion(new, sorted([*conv.records, record], key=lambda r: (r.line, r.col)), unreached=conv.unreached)
+
+
+def _switch_record(line: int, added: bytes) -> Record:
+    """The TP109 row of the switch ``added`` at ``line``."""
+    return Record(
+        line, 1, line, 1, CODES["runtime"], "fix", OPERATION["runtime"], MESSAGE, "builtin", api=ENV, new=added.decode()
+    )

@@ -180,22 +180,18 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
                 continue
             value = m.group(1).decode()
             if _nsight_trace(code, m.start(), m.end()):  # trace: "cuda,nvtx,cublas": Nsight Systems' APIs to trace
-                records.append(
-                    Record(
-                        number,
-                        m.start() + 1,
-                        number,
-                        m.end() + 1,
-                        CODES["project_file"],
-                        "note",
-                        "configuration",
-                        f"'{value}' in a list of APIs for NVIDIA's Nsight Systems to trace: the profiler's own "
-                        "setting, which nothing on an NPU reads (profile there with torch_npu.profiler or msprof)",
-                        RULE,
-                        api=value,
-                    )
+                level, suggestion = "note", ""
+                message = (
+                    f"'{value}' in a list of APIs for NVIDIA's Nsight Systems to trace: the profiler's own "
+                    "setting, which nothing on an NPU reads (profile there with torch_npu.profiler or msprof)"
                 )
-                continue
+            else:
+                level = "warning"
+                message = (
+                    f"'{value}' in a configuration value that transplant does not "
+                    "convert (the key does not plainly name a device or backend)"
+                )
+                suggestion = "use 'npu' for a device or 'hccl' for a collective backend if this value reaches torch"
             records.append(
                 Record(
                     number,
@@ -203,13 +199,12 @@ def convert_config(path: str, data: bytes, rules: RuleSet | None = None) -> Conv
                     number,
                     m.end() + 1,
                     CODES["project_file"],
-                    "warning",
+                    level,
                     "configuration",
-                    f"'{value}' in a configuration value that transplant does not "
-                    "convert (the key does not plainly name a device or backend)",
+                    message,
                     RULE,
                     api=value,
-                    suggestion="use 'npu' for a device or 'hccl' for a collective backend if this value reaches torch",
+                    suggestion=suggestion,
                 )
             )
         pieces: list[bytes] = []
