@@ -119,15 +119,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
     lines = source_lines(source)
     guards = Guards()
 
-    def is_marker(node: ast.AST) -> bool:
-        return sites.marker(node) or (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in sites.predicates
-            and node.func.id not in names
-        )
-
-    guards.unreached = unreached_spans(kept, sites.tests, parents, sites.after, is_marker)
+    guards.unreached = unreached_spans(kept, sites.tests, parents, sites.after, sites.is_test)
 
     def span(node) -> Span:
         end = node.end_lineno or node.lineno

@@ -120,6 +120,16 @@ class Sites:
             return qualify(func, self.names) in CUDA_QUERIES
         return False
 
+    def is_test(self, node: ast.AST) -> bool:
+        """A CUDA marker (``x.is_cuda``, ``torch.cuda.is_available()``, ...) or a call of a predicate
+        function of this module."""
+        return self.marker(node) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in self.predicates
+            and node.func.id not in self.names
+        )
+
     def signs(self, node: ast.AST, sign: int = 1, flags: frozenset[str] = frozenset()) -> set[int]:
         """The directions of the CUDA markers in a test: 1 where true means CUDA, -1 where it means
         not CUDA. A name in ``flags`` is a marker too, and so is a call of a predicate function."""
@@ -143,14 +153,7 @@ class Sites:
                     for side in (left, right):
                         out |= self.signs(side, sign, flags) if not _constant(side) else set()
             return out
-        if self.marker(node) or (isinstance(node, ast.Name) and node.id in flags):
-            return {sign}
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in self.predicates
-            and node.func.id not in self.names
-        ):
+        if self.is_test(node) or (isinstance(node, ast.Name) and node.id in flags):
             return {sign}
         if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript, ast.NamedExpr)):
             return {s for child in ast.iter_child_nodes(node) for s in self.signs(child, sign, flags)}
@@ -263,7 +266,7 @@ class Sites:
         """``if device != "cuda": warn(...); fp8 = False``: what the body turns off on other devices is
         CUDA-only when the code its tests choose (``if fp8:``, ``self.fp8 and ...``, anywhere in the file)
         reaches CUDA-only code; then the test stays a CUDA test, or an NPU run would turn it on."""
-        flags = {name for target in _off_targets(stmt.body) if (name := _flag_name(target))}
+        flags = {name for target in _off_targets(stmt.body) if (name := flag_name(target))}
         if not flags:
             return
         region: list[ast.AST] = [stmt.test]
@@ -382,7 +385,7 @@ def _off_targets(body: list[ast.stmt]) -> list[ast.expr]:
     return out
 
 
-def _flag_name(target: ast.expr) -> str:
+def flag_name(target: ast.AST) -> str:
     if isinstance(target, ast.Name):
         return target.id
     if isinstance(target, ast.Attribute):
@@ -396,7 +399,7 @@ def _flag_signs(test: ast.expr, flags: set[str], sign: int = 1) -> set[int]:
         return _flag_signs(test.operand, flags, -sign)
     if isinstance(test, ast.BoolOp):
         return {s for v in test.values for s in _flag_signs(v, flags, sign)}
-    if isinstance(test, (ast.Name, ast.Attribute)) and _flag_name(test) in flags:
+    if isinstance(test, (ast.Name, ast.Attribute)) and flag_name(test) in flags:
         return {sign}
     return set()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Sequence
 
-from .sites import Kept
+from .sites import Kept, flag_name
 
 Span = tuple[int, int, str]  # first line, last line, why an NPU run does not enter it
 
@@ -123,7 +123,7 @@ def spans(
             region = {id(n) for n in site.region}
             for node in tests:  # the tests whose choice the site counted (sites.py: _flag, _disables)
                 test = getattr(node, "test", None)
-                if test is None or not any(_flag(n) in flags for n in ast.walk(test)):
+                if test is None or not any(flag_name(n) in flags for n in ast.walk(test)):
                     continue
                 if id(test) in region or any(id(n) in region for n in _branches(node)):
                     choose(node, proof, why)
@@ -132,7 +132,7 @@ def spans(
 
 def _with_flags(is_marker: Callable[[ast.AST], bool], flags: set[str]) -> Callable[[ast.AST], bool]:
     """``is_marker`` that also takes the names (and attributes) in ``flags`` for CUDA markers."""
-    return lambda node: is_marker(node) or _flag(node) in flags
+    return lambda node: is_marker(node) or flag_name(node) in flags
 
 
 def _branches(node: ast.AST) -> list[ast.AST]:
@@ -140,11 +140,3 @@ def _branches(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.IfExp):
         return [node.body, node.orelse]
     return [block[0] for block in (getattr(node, "body", []), getattr(node, "orelse", [])) if block]
-
-
-def _flag(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
