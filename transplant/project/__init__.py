@@ -277,12 +277,8 @@ def _is_cuda_build_file(rel: str, path: str) -> bool:
 
     if not is_build_file(rel):
         return False
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(SIZE_LIMIT + 1)
-    except OSError:
-        return False
-    return len(data) <= SIZE_LIMIT and is_cuda_build(data)
+    data = _read(path, SIZE_LIMIT + 1)  # (b"" when unreadable: no build)
+    return bool(data) and len(data) <= SIZE_LIMIT and is_cuda_build(data)
 
 
 def _read(path: str, limit: int) -> bytes:
