@@ -159,15 +159,7 @@ class NamedStringHandlers(State):
         if rule is not None:
             self._finding(anchor, full, rule)
         else:
-            self.record(
-                anchor,
-                "no_counterpart",
-                namespace.message(full),
-                None,
-                api=full,
-                level="error",
-                suggestion=namespace.suggestion(full),
-            )
+            self._no_counterpart(anchor, full)
 
     def _named_string(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
         """``updated`` with the API name it holds moved to its new name (see the module docstring)."""

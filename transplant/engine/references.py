@@ -87,15 +87,7 @@ class ReferenceHandlers(State):
                 qualified == namespace.NAMESPACE or namespace.unknown(self.rules, qualified)
             ):
                 # a torch.cuda name no rule knows: said, never passed over in silence
-                self.record(
-                    node,
-                    "no_counterpart",
-                    namespace.message(qualified),
-                    None,
-                    api=qualified,
-                    level="error",
-                    suggestion=namespace.suggestion(qualified),
-                )
+                self._no_counterpart(node, qualified)
             elif (library := self.rules.library_of(qualified)) is not None:
                 self._library_finding(node, qualified, library)
             elif len(parts) > 1:  # net.is_cuda with net imported: the attribute rule still applies

@@ -106,15 +106,7 @@ class ScopeHandlers(State):
         """An import of a torch.cuda name no rule knows, or of a CUDA-only library (the uses of the
         names it binds are reported where they are)."""
         if namespace.unknown(self.rules, qualified):
-            self.record(
-                alias,
-                "no_counterpart",
-                namespace.message(qualified),
-                None,
-                api=qualified,
-                level="error",
-                suggestion=namespace.suggestion(qualified),
-            )
+            self._no_counterpart(alias, qualified)
         elif self.rules.new_name(qualified) is not None and (caveat := self.rules.unsupported_q.get(qualified)):
             # renamed by the import (its uses are not edited), but the counterpart does not behave the same
             self._finding(alias, qualified, caveat)

@@ -15,6 +15,7 @@ import libcst as cst
 from .. import runtime_mode
 from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
+from . import namespace
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
 from .multi_backend import HELPER, NO_NPU_ARM
@@ -208,6 +209,18 @@ class State(cst.CSTTransformer):
                     api=api or "cuda",
                 ),
             )
+        )
+
+    def _no_counterpart(self, anchor: cst.CSTNode, qualified: str) -> None:
+        """The error of a torch.cuda name no rule knows (namespace.py): said, never passed over in silence."""
+        self.record(
+            anchor,
+            "no_counterpart",
+            namespace.message(qualified),
+            None,
+            api=qualified,
+            level="error",
+            suggestion=namespace.suggestion(qualified),
         )
 
     def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
