@@ -24,7 +24,7 @@ import libcst as cst
 from ..rules import RuleSet
 from .literals import is_cuda_device
 from .passed_options import LOOKUP_KEYS
-from .traverse import descendants
+from .traverse import descendants, walk
 
 _IMPORT = rb"^[ \t]*(?:from|import)[ \t]+%s\b"
 
@@ -141,5 +141,5 @@ def _settings(module: cst.Module, text: bytes, rules: RuleSet) -> dict[int, str]
         return {}
     why = "the device of a simulator's own settings: an NVIDIA simulator runs on its GPU, the policy moves to the NPU"
     finder = _Finder(words, why)
-    module.visit(finder)
+    walk(module, [finder])  # (read-only: module.visit would rebuild every node)
     return finder.found
