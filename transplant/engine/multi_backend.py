@@ -6,7 +6,10 @@ statements name another accelerator beside CUDA (ROCm's ``HIP_VISIBLE_DEVICES`` 
 is a multi-backend helper: its CUDA arm is what CUDA hosts run, and its other arms are the project's
 own. Converting its CUDA names makes a second NPU arm and takes CUDA (and ROCm, which reads the CUDA
 names) away. Such a function, and at module or class level an if/elif chain or a conditional
-expression whose test names another backend, stays as it is; state.py turns each change that would
+expression whose test names another backend, stays as it is; so does a function named for CUDA
+whose twin for another backend the module defines too (``is_cuda_available`` beside
+``is_npu_available``, ``require_multi_gpu`` beside ``require_multi_xpu``): one member of a family of
+per-backend functions, which the project calls where it means CUDA; state.py turns each change that would
 have been made there into a note saying why. The rest of the project, the places with no NPU path, is
 converted as usual.
 
@@ -29,6 +32,11 @@ _IDENTIFIER = re.compile(r"(?:^|_)(hip|rocm|rocr|xpu|npu|ascend|hccl)(?:_|$)", r
 _STRING = re.compile(r"(?<![A-Za-z])(hip|rocm|rocr|xpu|npu|ascend|hccl)(?![A-Za-z])", re.IGNORECASE)
 _NAMES = {"hip": "ROCm", "rocm": "ROCm", "rocr": "ROCm", "xpu": "XPU", "npu": "NPU", "ascend": "NPU", "hccl": "NPU"}
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# a function named for CUDA, and the other backends its twins are named for (never the CPU: a
+# ``to_gpu`` beside ``to_cpu`` moves data, it does not choose a backend)
+_DEF = re.compile(rb"\bdef[ \t]+(\w+)")
+_CUDA_WORD = re.compile(r"(?:^|_)(cuda|gpu)(?:_|$)")
+_TWIN_WORDS = ("npu", "xpu", "hpu", "mlu", "musa", "mps", "tpu", "xla", "rocm", "hip")
 HELPER = "a helper that already chooses among backends"
 NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
 
@@ -77,12 +85,30 @@ def _test_backends(test: cst.CSTNode) -> set[str]:
     return {b for b in (_backend(n) for n in descendants(test)) if b}
 
 
+def _families(text: bytes) -> dict[str, str]:
+    """The functions of a module named for CUDA whose twins for another backend it defines too
+    (``is_cuda_available`` beside ``is_npu_available``, ``require_single_gpu`` beside
+    ``require_single_xpu``): name -> the twins, said."""
+    defined = {m.group(1).decode() for m in _DEF.finditer(text)}
+    out: dict[str, str] = {}
+    for name in sorted(defined):
+        m = _CUDA_WORD.search(name)
+        if m is None:
+            continue
+        twins = [twin for other in _TWIN_WORDS if (twin := f"{name[: m.start(1)]}{other}{name[m.end(1) :]}") in defined]
+        if twins:
+            out[name] = ", ".join(twins)
+    return out
+
+
 def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, str]:
     """id of every node of the multi-backend helpers of ``module`` -> why it stays (empty unless the
     project runs on NPU, ``evidence`` saying where that shows, and ``text`` names another backend)."""
     if not evidence or OTHER_BYTES.search(text) is None:
         return {}
+    families = _families(text)
     regions: list[tuple[cst.CSTNode, set[str]]] = []
+    twins: list[tuple[cst.FunctionDef, str]] = []
     pending: list[cst.CSTNode] = [module]
     while pending:
         scope = pending.pop()
@@ -91,6 +117,8 @@ def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, 
             pending += _own_backends([scope.body], names)
             if names:
                 regions.append((scope, names))
+            elif scope.name.value in families:  # its twins are its other arms
+                twins.append((scope, families[scope.name.value]))
             continue
         body = scope.body.body if isinstance(scope, cst.ClassDef) else getattr(scope, "body", ())
         for stmt in body if isinstance(body, (list, tuple)) else ():
@@ -116,6 +144,13 @@ def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, 
         if "NPU" not in names:  # FastChat's CUDA_VISIBLE_DEVICES and XPU_VISIBLE_DEVICES, set side by side
             why += f"; {NO_NPU_ARM}"
         for node in descendants(region):
+            kept.setdefault(id(node), why)
+    for function, others in twins:
+        why = (
+            f"{HELPER} by name ({function.name.value} is the CUDA twin of {others}) "
+            f"in a project that runs on NPU ({evidence}); it is what CUDA hosts run"
+        )
+        for node in descendants(function):
             kept.setdefault(id(node), why)
     return kept
 

@@ -31,7 +31,7 @@ from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
 from .crossfile import project_reach
 from .markers import DEVICE_TEST, marks
-from .probes import probes
+from .probes import index, probes
 from .reach import Reach
 from .sites import Sites
 from .unreached import spans as unreached_spans
@@ -103,7 +103,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
     tree = parse(source)
     if tree is None:
         return None
-    nodes, parents = _index(tree)
+    nodes, parents = index(tree)
     names: dict[str, str] = {}
     for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -238,17 +238,6 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
                     ", ".join(sorted(kept_names.values())),
                 )
     return guards
-
-
-def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, ast.AST]]:
-    """Every node of ``tree`` and the parent of each, in one pass (the passes then filter the list)."""
-    nodes: list[ast.AST] = [tree]
-    parents: dict[int, ast.AST] = {}
-    for node in nodes:  # the list grows as it is read
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-            nodes.append(child)
-    return nodes, parents
 
 
 __all__ = ["Guards", "analyse", "may_guard"]

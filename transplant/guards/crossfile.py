@@ -22,6 +22,7 @@ from ..project.pynames import bindings
 from ..rules import RuleSet
 
 from .markers import marks
+from .probes import index, probes
 from .reach import Reach, Reason
 
 REACHES = ", which reaches "
@@ -53,13 +54,15 @@ class ProjectReach:
         if known is not None and known[0] == parsed.stamp:
             return known[1]
         tree = parsed.tree
+        names = bindings(tree)
+        nodes, parents = index(tree)
         reach = Reach(
             tree,
-            bindings(tree),
+            names,
             self.rules,
             self.facts,
-            {},
-            list(ast.walk(tree)),
+            _capability_uses(parsed.data, tree, names, nodes, parents),
+            nodes,
             builds=b"cpp_extension" in parsed.data,
             origin=path,
             project=self if depth < MAX_DEPTH else None,
@@ -124,6 +127,17 @@ class ProjectReach:
         if imported:  # an import in the branch runs the module's top level there
             reasons += reach.top_level()
         return _said(found, reasons[0]) if reasons else None
+
+
+def _capability_uses(
+    data: bytes, tree: ast.Module, names: dict[str, str], nodes: list[ast.AST], parents: dict[int, ast.AST]
+) -> dict[int, Reason]:
+    """The CUDA capability queries of a module that it reads as numbers (probes.py): they stay CUDA
+    queries in that module's own conversion, so a test elsewhere that calls the function holding one
+    (``torch.cuda.is_available() and not check_fp8_capability()``) chooses CUDA-only code."""
+    if b"get_device_capability" not in data and b"get_device_properties" not in data:
+        return {}
+    return probes(tree, names, nodes, parents)[1]
 
 
 def _member(klass: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:

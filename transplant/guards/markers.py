@@ -28,6 +28,9 @@ WORDS = (
     b"version.hip",
     b"cudnn_",  # a cuDNN operator called by name (reach.py)
     b"miopen_",
+    b"_C._cuda",  # torch._C's CUDA bindings (reach.py)
+    b"_C._nccl",
+    b"_C import _",
 )
 
 # what every device test of sites.py spells (is_cuda, the CUDA queries, a comparison with "cuda",

@@ -65,6 +65,17 @@ class Probe:
     keep: ast.AST | None = None  # the CUDA query that stays a CUDA query
 
 
+def index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+    """Every node of ``tree`` and the parent of each, in one pass (the passes then filter the list)."""
+    nodes: list[ast.AST] = [tree]
+    parents: dict[int, ast.AST] = {}
+    for node in nodes:  # the list grows as it is read
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            nodes.append(child)
+    return nodes, parents
+
+
 def probes(
     tree: ast.Module, names: dict[str, str], nodes: list[ast.AST], parents: dict[int, ast.AST]
 ) -> tuple[list[Probe], dict[int, Reason]]:

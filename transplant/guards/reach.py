@@ -48,6 +48,11 @@ CUDNN_ROUTE = (
 # ATen operators that only cuDNN (or MIOpen, its ROCm twin) implements, by name:
 # torch._C._jit_get_operation("aten::cudnn_convolution_backward_weight"), torch.ops.aten.cudnn_convolution
 # (cudnn_is_acceptable is a portable query: False for a tensor cuDNN cannot take)
+# torch._C's private CUDA and NCCL bindings (torch._C._cuda_isInBadFork, torch._C._nccl_version; the
+# names engine/namespace.py reports): a build of torch without CUDA, which an NPU host runs, lacks them
+# (a CPU wheel of 2.13 keeps six allocator names, which do nothing without CUDA either)
+CUDA_BINDING = re.compile(r"^torch\._C\.(_cuda\w*|_nccl\w*)(?:\.|$)")
+BINDING_ROUTE = "use the public torch_npu.npu API of the same purpose (device, memory, stream queries) on the NPU path"
 CUDNN_OPERATOR = re.compile(r"^(?:aten::|torch\.ops\.aten\.|torch\.)(_?(?:cudnn|miopen)_(?!is_acceptable)\w+)$")
 # onnxruntime providers that need CUDA, and package names of GPU builds of other frameworks
 CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
@@ -262,6 +267,10 @@ class Reach:
     def _qualified(self, qualified: str, where: str, *, imported: bool = False, follow: bool = True) -> Reason | None:
         if (operator := cudnn_operator(qualified, where)) is not None:
             return operator
+        if (binding := CUDA_BINDING.match(qualified)) is not None:
+            return Reason(
+                "operator", f"torch._C.{binding.group(1)}, a binding of CUDA builds of torch", where, BINDING_ROUTE
+            )
         if self._is_triton(qualified):
             return Reason("triton", f"Triton ({qualified})", where, TRITON_ROUTE)
         if qualified == "tensorrt" or qualified.startswith("tensorrt."):
