@@ -38,6 +38,7 @@ from .cuda_methods import cuda_method_keeps
 from .own_device import own_device_strings
 from .tf_children import tf_child_keeps, tf_programs
 from .passed_options import option_locals
+from .cuda_switches import switch_keeps
 from .multi_backend import OTHER_BYTES, helper_regions
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
@@ -225,6 +226,8 @@ def _regions(
         kept.setdefault(node_id, why)  # CUDA_VISIBLE_DEVICES set for a TensorFlow child process
     for node_id, why in cuda_method_keeps(module, text).items():
         kept.setdefault(node_id, why)  # torch.cuda.cudart().cudaHostRegister(...): CUDA's own method
+    for node_id, why in switch_keeps(module, text, project.own_packages).items():
+        kept.setdefault(node_id, why)  # MergeOptions(cuda=torch.cuda.is_available()): a library's CUDA switch
     for node_id, why in own_device_strings(module, text, rules).items():
         kept.setdefault(node_id, why)  # a simulator's device (own_device.py): it runs on its own NVIDIA GPU
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():

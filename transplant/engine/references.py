@@ -83,6 +83,9 @@ class ReferenceHandlers(State):
                 self._finding(nodes[k - base_len], old, unsupported)
                 break
         else:
+            if qualified == namespace.NAMESPACE and id(node) in self.device_modules:
+                self._device_module(node, root)
+                return
             if id(node) not in self.stores and (
                 qualified == namespace.NAMESPACE or namespace.unknown(self.rules, qualified)
             ):
@@ -92,6 +95,18 @@ class ReferenceHandlers(State):
                 self._library_finding(node, qualified, library)
             elif len(parts) > 1:  # net.is_cuda with net imported: the attribute rule still applies
                 self._attribute_rule(node, parts)
+        self.uses[root] = self.uses.get(root, 0) + 1
+
+    def _device_module(self, node: cst.BaseExpression, root: str) -> None:
+        """``torch.xpu if xpu else torch.cuda``: the module of the accelerator at hand, chosen beside
+        another one, is torch_npu.npu on an NPU (same functions; the expression's users call those)."""
+        other = self.device_modules[id(node)]
+        new = self._spell(root, namespace.COUNTERPART)
+        message = f"{namespace.NAMESPACE} -> {namespace.COUNTERPART} (the device module chosen beside {other})"
+        if self.record(node, "rename", message, None, api=namespace.NAMESPACE, new=new):
+            self.replacements[id(node)] = make_dotted(new)
+            self.touched.add(root)
+            self._need_root(namespace.COUNTERPART)
         self.uses[root] = self.uses.get(root, 0) + 1
 
     def _spell(self, root: str, new: str) -> str:

@@ -64,6 +64,7 @@ class State(cst.CSTTransformer):
         self.passed: dict[tuple[str, str], str] = {}  # (option, value) the project's scripts pass as is -> where
         self.passed_locals: dict[str, str] = {}  # local names assigned an option's value -> the option
         self.env_twins: set[int] = set()  # CUDA variable names beside their NPU twin in a conditional (values.py)
+        self.device_modules: dict[int, str] = {}  # torch.cuda chosen beside another device module -> it (values.py)
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)

@@ -26,6 +26,8 @@ from .literals import (
 from .state import State
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# torch's modules of other accelerators, which a conditional expression may choose beside torch.cuda
+DEVICE_MODULES = frozenset({"torch.xpu", "torch.mps", "torch.mtia", "torch.hpu", "torch.npu", "torch_npu.npu"})
 
 
 class ValueHandlers(State):
@@ -160,14 +162,23 @@ class ValueHandlers(State):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         """``"CUDA_VISIBLE_DEVICES" if <CUDA> else "ASCEND_RT_VISIBLE_DEVICES"`` chooses between the
-        backends already: the CUDA name stays (renamed, both branches would say the NPU one)."""
+        backends already: the CUDA name stays (renamed, both branches would say the NPU one).
+        ``torch.xpu if <XPU> else torch.cuda`` chooses a device module: torch.cuda there is the module
+        of the accelerator at hand (references.py renames it to torch_npu.npu, which has its functions)."""
         for one, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            module = self._module_of(other)
+            if module in DEVICE_MODULES and self._module_of(one) == "torch.cuda":
+                self.device_modules[id(one)] = module
             value, twin = string_value(one), string_value(other)
             if value is None or twin is None or not ENV_NAME.match(value):
                 continue
             rule = self.rules.env_rule(value)
             if rule is not None and rule.get("new_name") == twin:
                 self.env_twins.add(id(one))
+
+    def _module_of(self, node: cst.BaseExpression) -> str | None:
+        parts = dotted_parts(node) if isinstance(node, (cst.Attribute, cst.Name)) else None
+        return self.qualified(parts) if parts is not None else None
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
         if id(original_node) in self.force_devices:  # "cuda:0" in a collection of devices converted whole
