@@ -101,6 +101,21 @@ def sync():
 """
 
 
+PROFILING = """import torch
+
+
+class Profiling:
+    def activity(self, name):
+        table = {"cpu": torch.profiler.ProfilerActivity.CPU, "cuda": torch.profiler.ProfilerActivity.CUDA}
+        if torch.xpu.is_available():
+            table["xpu"] = torch.profiler.ProfilerActivity.XPU
+        return table[name]
+
+    def build(self, names):
+        return torch.profiler.profile(activities=[self.activity(n) for n in names])
+"""
+
+
 def _project(root: Path, *, npu: bool) -> Path:
     pkg = root / "pkg"
     pkg.mkdir(parents=True)
@@ -116,6 +131,7 @@ def _project(root: Path, *, npu: bool) -> Path:
     (pkg / "testing.py").write_text(TESTING)
     (pkg / "env.py").write_text(ENV)
     (pkg / "gates.py").write_text(GATES)
+    (pkg / "profiling.py").write_text(PROFILING)
     return root
 
 
@@ -174,3 +190,19 @@ def test_a_guard_over_a_private_cuda_binding_stays(tmp_path: Path):
     # the binding's own row says the test stays, at note level: nothing fails on an NPU
     (binding,) = [r for r in rows if "TP201" in r]
     assert binding.split()[2] == "INFO" and "the device test at line 19 stays a CUDA test" in binding
+
+
+def test_the_profiler_stays_with_the_activities_a_kept_helper_chooses(tmp_path: Path):
+    """torch_npu's profiler takes only its own ProfilerActivity: fed torch's, it profiles nothing."""
+    result = convert_project(_project(tmp_path / "proj", npu=True), tmp_path / "out")
+    assert (result / "pkg" / "profiling.py").read_bytes() == PROFILING.encode()
+    (row,) = [r for r in _log(result).splitlines() if "pkg/profiling.py:12:" in r]
+    assert "TP203 kept as it is (torch.profiler.profile -> torch_npu.profiler.profile)" in row
+    assert "the profiler activities this file chooses stay torch.profiler's" in row
+
+
+def test_without_npu_support_activities_and_profiler_convert_together(tmp_path: Path):
+    result = convert_project(_project(tmp_path / "proj", npu=False), tmp_path / "out")
+    profiling = (result / "pkg" / "profiling.py").read_text()
+    assert '"cuda": torch_npu.profiler.ProfilerActivity.NPU' in profiling
+    assert "return torch_npu.profiler.profile(activities=" in profiling

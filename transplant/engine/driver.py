@@ -40,6 +40,7 @@ from .tf_children import tf_child_keeps, tf_programs
 from .passed_options import option_locals
 from .cuda_switches import switch_keeps
 from .multi_backend import OTHER_BYTES, helper_regions
+from .profiler_pairs import profiler_keeps
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
 from .phases import timed
@@ -234,6 +235,8 @@ def _regions(
         kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
     for node_id, why in backend_table_keeps(module, text).items():
         kept.setdefault(node_id, why)  # NCCL_BACKEND = "nccl" beside HCCL_BACKEND = "hccl"
+    for node_id, why in profiler_keeps(module, text, kept).items():
+        kept.setdefault(node_id, why)  # torch.profiler.profile fed the torch activities kept above
     convert_strings, keep_strings = families_result(families)
     for node_id in keep_strings:
         kept.setdefault(node_id, COLLECTION)
