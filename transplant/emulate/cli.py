@@ -20,7 +20,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from . import BACKING_ENV, BACKINGS, IDENTITY_ENV, QUIET_ENV, STRICT_ENV, EmulationError
+from . import BACKING_ENV, BACKINGS, IDENTITY_ENV, PACKAGE_ENV, QUIET_ENV, STRICT_ENV, EmulationError
 
 SHIM = Path(__file__).resolve().parent / "shim"
 EXIT_USAGE = 2
@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[QUIET_ENV] = "1" if args.quiet else "0"
     if args.transfer_to_npu:  # read where the emulated torch_npu is imported, as torch_npu reads it
         os.environ["TORCH_TRANSFER_TO_NPU"] = "1"
+    # a child started by another Python (`accelerate` or `torchrun` found on PATH outside this
+    # environment) loads transplant from its folder alone (shim/torch_npu)
+    os.environ[PACKAGE_ENV] = str(Path(__file__).resolve().parent.parent)
     # the shim goes first on the path of this process and of the processes the program starts
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM), os.environ.get("PYTHONPATH")) if p)
     what = f"-m {args.module}" if args.module else str(args.script)
