@@ -31,10 +31,29 @@ def test_the_device_module_chosen_beside_another_becomes_torch_npus(line: str, e
 
 
 @pytest.mark.parametrize(
+    "line,expected",
+    [
+        ("mod = getattr(torch, xpu, torch.cuda)", "mod = getattr(torch, xpu, torch_npu.npu)"),
+        (
+            "sync = getattr(torch, other, torch.cuda).synchronize",
+            "sync = getattr(torch, other, torch_npu.npu).synchronize",
+        ),
+    ],
+)
+def test_the_fallback_of_a_device_module_looked_up_by_name_becomes_torch_npus(line: str, expected: str):
+    """On an NPU the lookup finds torch.npu; the fallback was an error row with nothing to do."""
+    new, conv = run(f"import torch\n\n\ndef f(xpu, other):\n    {line}\n    return 1\n")
+    assert f"    {expected}\n" in new
+    (row,) = [r for r in conv.records if r.line == 5]
+    assert row.code == "TP101" and "falls back on" in row.message
+
+
+@pytest.mark.parametrize(
     "line",
     [
         "mod = torch.cuda",  # on its own: what is done with it cannot be followed
         "mod = other if xpu else torch.cuda",  # beside something that is no device module
+        "mod = getattr(other, xpu, torch.cuda)",  # a lookup on something else than torch
     ],
 )
 def test_torch_cuda_as_a_value_elsewhere_stays_an_error(line: str):

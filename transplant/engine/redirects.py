@@ -83,6 +83,7 @@ class RedirectHandlers(State):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.index_call(node)  # integer device indices (device_index.py)
+        self.device_module_default(node)  # getattr(torch, device_type, torch.cuda) (values.py)
         func = node.func
         if (
             isinstance(func, cst.Name)

@@ -100,9 +100,10 @@ class ReferenceHandlers(State):
     def _device_module(self, node: cst.BaseExpression, root: str) -> None:
         """``torch.xpu if xpu else torch.cuda``: the module of the accelerator at hand, chosen beside
         another one, is torch_npu.npu on an NPU (same functions; the expression's users call those)."""
-        other = self.device_modules[id(node)]
         new = self._spell(root, namespace.COUNTERPART)
-        message = f"{namespace.NAMESPACE} -> {namespace.COUNTERPART} (the device module chosen beside {other})"
+        message = (
+            f"{namespace.NAMESPACE} -> {namespace.COUNTERPART} (the device module {self.device_modules[id(node)]})"
+        )
         if self.record(node, "rename", message, None, api=namespace.NAMESPACE, new=new):
             self.replacements[id(node)] = make_dotted(new)
             self.touched.add(root)

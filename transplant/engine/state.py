@@ -64,7 +64,7 @@ class State(cst.CSTTransformer):
         self.passed: dict[tuple[str, str], str] = {}  # (option, value) the project's scripts pass as is -> where
         self.passed_locals: dict[str, str] = {}  # local names assigned an option's value -> the option
         self.env_twins: set[int] = set()  # CUDA variable names beside their NPU twin in a conditional (values.py)
-        self.device_modules: dict[int, str] = {}  # torch.cuda chosen beside another device module -> it (values.py)
+        self.device_modules: dict[int, str] = {}  # torch.cuda as the module of the device at hand -> how (values.py)
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
@@ -108,6 +108,7 @@ class State(cst.CSTTransformer):
         def _call_keywords(self, call: cst.Call, args: list[cst.Arg]) -> bool: ...
         def _keywords_unknown(self, anchor: cst.CSTNode, rule: Rule) -> None: ...
         def index_call(self, node: cst.Call) -> None: ...
+        def device_module_default(self, node: cst.Call) -> None: ...
         def _accepted(self, original_node: cst.CSTNode, updated_node: _C) -> _C: ...
 
     # ---- records

@@ -168,13 +168,29 @@ class ValueHandlers(State):
         for one, other in ((node.body, node.orelse), (node.orelse, node.body)):
             module = self._module_of(other)
             if module in DEVICE_MODULES and self._module_of(one) == "torch.cuda":
-                self.device_modules[id(one)] = module
+                self.device_modules[id(one)] = f"chosen beside {module}"
             value, twin = string_value(one), string_value(other)
             if value is None or twin is None or not ENV_NAME.match(value):
                 continue
             rule = self.rules.env_rule(value)
             if rule is not None and rule.get("new_name") == twin:
                 self.env_twins.add(id(one))
+
+    def device_module_default(self, node: cst.Call) -> None:
+        """``getattr(torch, device_type, torch.cuda)``: the module of the device at hand, looked up by
+        its name, with torch.cuda as the fallback; on an NPU the lookup finds torch.npu, and the
+        fallback is torch_npu.npu too (references.py)."""
+        func = node.func
+        if (
+            isinstance(func, cst.Name)
+            and func.value == "getattr"
+            and len(node.args) == 3
+            and all(arg.keyword is None and not arg.star for arg in node.args)
+            and not any("getattr" in scope for scope in self.shadow)
+            and self._module_of(node.args[0].value) == "torch"
+            and self._module_of(node.args[2].value) == "torch.cuda"
+        ):
+            self.device_modules[id(node.args[2].value)] = "that getattr(torch, <device type>, ...) falls back on"
 
     def _module_of(self, node: cst.BaseExpression) -> str | None:
         parts = dotted_parts(node) if isinstance(node, (cst.Attribute, cst.Name)) else None
