@@ -21,6 +21,7 @@ import re
 
 import libcst as cst
 
+from ..project.npu_support import NO_NPU_ARM
 from .traverse import children, descendants
 
 # another accelerator than CUDA, as a word of an identifier or a string: cheap pre-check on bytes first
@@ -30,7 +31,6 @@ _STRING = re.compile(r"(?<![A-Za-z])(hip|rocm|rocr|xpu|npu|ascend|hccl)(?![A-Za-
 _NAMES = {"hip": "ROCm", "rocm": "ROCm", "rocr": "ROCm", "xpu": "XPU", "npu": "NPU", "ascend": "NPU", "hccl": "NPU"}
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 HELPER = "a helper that already chooses among backends"
-NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
 
 
 def _backend(node: cst.CSTNode) -> str:

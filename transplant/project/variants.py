@@ -9,6 +9,14 @@ converted (reminders.settle calls this pass).
 * **The CUDA twin of a project file.** ``requirements-cuda.txt`` beside ``requirements-npu.txt``
   (the name with its backend word swapped, as twins.py pairs Python files): the project lists its
   NPU dependencies in the twin, and the CUDA file is what CUDA hosts install.
+* **A package's other backends.** A package whose subfolder ``npu/`` (or ``ascend/``) repeats one of
+  its modules (DeepSpeed's ``op_builder/npu/builder.py`` beside ``op_builder/builder.py``) keeps one
+  version of its modules per backend, and the project picks the folder by backend: on an NPU it loads
+  ``npu/``. The sibling subfolders named for other accelerators that repeat a module too
+  (``op_builder/xpu/``, ``op_builder/hpu/``) are what those hosts load; a module of the package that
+  ``npu/`` repeats is the CUDA version. Their findings are notes that name the NPU folder. A module
+  that ``npu/`` does not repeat stays as it is, but a helper there kept with "add an NPU arm"
+  (engine/multi_backend.py) gets none: the project adds NPU versions as modules of ``npu/``.
 * **Continuous integration.** Files under ``.github/`` (GitHub Actions workflows and the scripts they
   run) set up the project's CI runners, not the program: a ``cuda`` matrix entry or an
   ``nvidia-smi`` there asks nothing of a port to an NPU.
@@ -22,10 +30,16 @@ import re
 from typing import Any, Callable, Sequence
 
 from ..records import Record
+from .npu_support import NO_NPU_ARM
 from .twins import npu_name
 
 _ASCEND = re.compile(r"(?i)ascend|(?<![a-z])(?:npu|cann)(?![a-z])")
 _CI = ".github/"
+_NPU_FOLDERS = ("npu", "ascend")
+# subfolders named for another accelerator than the NPU (and CUDA's own, where a project names it)
+_OTHER_FOLDERS = frozenset(
+    "cpu cuda gpu rocm hip xpu hpu mlu mps musa sdaa supa gcu dcu tpu ipu xla nvidia amd intel".split()
+)
 
 
 def is_dockerfile(path: str) -> bool:
@@ -42,10 +56,20 @@ def settle_variants(items: Sequence[Any], path: Callable[[Any], str]) -> None:
     dockerfiles = [path(item) for item in items if is_dockerfile(path(item))]
     ascend = sorted(p for p in dockerfiles if _ASCEND.search(p))
     present = {path(item) for item in items}
+    folders = backend_folders(present)
     for item in items:
         where = path(item)
         twin = _twin(where, present)
-        if where.startswith(_CI) or f"/{_CI}" in where:
+        other = folders.get(where)
+        if other is not None:
+            kind, npu = other
+            if kind == "helper":
+                _demote(
+                    item.records, f"the project keeps its NPU versions of this package's modules in {npu}/", NO_NPU_ARM
+                )
+            else:
+                _demote(item.records, f"{kind}: the project keeps the NPU versions in {npu}/, which an NPU run loads")
+        elif where.startswith(_CI) or f"/{_CI}" in where:
             _demote(
                 item.records, "in the project's CI configuration (.github/): it sets up CI runners, not the program"
             )
@@ -72,8 +96,35 @@ def _twin(rel: str, present: set[str]) -> str:
     return other if other != rel and other in present else ""
 
 
-def _demote(records: list[Record], why: str) -> None:
+def backend_folders(paths: set[str]) -> dict[str, tuple[str, str]]:
+    """Python modules of a package that keeps one version of its modules per backend -> (what they
+    are, the NPU folder): ("the version for CUDA" | "the version for XPU" | "helper", folder)."""
+    modules: dict[str, set[str]] = {}
+    for rel in paths:
+        folder, _, name = rel.rpartition("/")
+        if name.endswith(".py") and name != "__init__.py":
+            modules.setdefault(folder, set()).add(name)
+    found: dict[str, tuple[str, str]] = {}
+    for npu, names in sorted(modules.items()):
+        parent, _, base = npu.rpartition("/")
+        own = modules.get(parent, set())
+        if base.lower() not in _NPU_FOLDERS or not names & own:
+            continue
+        prefix = f"{parent}/" if parent else ""
+        for name in own:
+            found[prefix + name] = ("the version for CUDA", npu) if name in names else ("helper", npu)
+        for sibling, theirs in modules.items():
+            above, _, word = sibling.rpartition("/")
+            if above == parent and word.lower() in _OTHER_FOLDERS and theirs & own:
+                for rel in paths:
+                    if rel.startswith(f"{sibling}/"):
+                        found[rel] = (f"the version for {word.upper()}", npu)
+    return found
+
+
+def _demote(records: list[Record], why: str, only: str = "") -> None:
+    """Errors and warnings made notes that say ``why`` (only those whose message ends with ``only``)."""
     for r in records:
-        if r.level in ("error", "warning"):
+        if r.level in ("error", "warning") and r.message.endswith(only):
             r.level = "note"
             r.message += f" ({why})"
