@@ -361,3 +361,58 @@ def test_row_lines_break_at_words():
     assert row_lines(["word " * 10, 3], [10, 6], frozenset({1})) == 5  # two words to a line of 11 characters
     assert row_lines(["a\nb\nc", "x" * 50], [10, 10], frozenset({1})) == 3  # a column that does not wrap: one line
     assert row_lines(["x" * 25], [10], frozenset({1})) == 3  # a long word breaks anywhere
+
+
+def test_the_operators_of_one_family_in_a_file_are_one_row(tmp_path):
+    root = tmp_path / "graphs"
+    (root / "csrc").mkdir(parents=True)
+    (root / "csrc" / "init.cpp").write_text(
+        "#include <torch/library.h>\n"
+        "TORCH_LIBRARY(gx, m) {\n"
+        '    m.def("gather(Tensor a, int id) -> Tensor");\n'
+        '    m.def("release(Tensor a) -> Tensor");\n'
+        "}\n"
+        "TORCH_LIBRARY_IMPL(gx, CUDA, m) {\n"
+        '    m.impl("gather", &gather);\n'
+        '    m.impl("release", &release);\n'
+        "}\n"
+        "TORCH_LIBRARY(hx, m) {\n"
+        '    m.def("solo(Tensor a) -> Tensor");\n'
+        "}\n"
+    )
+    (root / "passes.py").write_text(
+        "import torch\n\n\n"
+        "def schedule(graph, name):\n"
+        "    gathers = [n for n in graph.nodes if n.target == torch.ops.gx.gather.default]\n"
+        "    graph.create_node('call_function', torch.ops.gx.release.default, (), {})\n"
+        "    dynamic = getattr(torch.ops.gx, name).default\n"
+        "    other = torch.ops.hx.solo.default\n"
+        "    return gathers, dynamic, other\n"
+    )
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    cpp = [r for r in rows if r[0] == "csrc/init.cpp"]
+    gx = next(r for r in cpp if r[4] == "torch.ops.gx")
+    assert (gx[5], gx[8], gx[9]) == ("warning", 4, "3, 4, 7, 8")
+    assert gx[6].startswith("torch.ops.gx (2 operators: gather, release): custom CUDA operator registered here")
+    assert "TORCH_LIBRARY(gx) def, TORCH_LIBRARY_IMPL(gx, CUDA) impl" in gx[6]
+    # another family in the same file keeps its own row, and a lone operator its own message
+    hx = next(r for r in cpp if r[4] == "torch.ops.hx.solo")
+    assert hx[6].startswith("torch.ops.hx.solo: custom C++ operator registered here (TORCH_LIBRARY(hx) def)")
+    calls = [r for r in rows if r[0] == "passes.py"]
+    assert [(r[4], r[5], r[8], r[9]) for r in calls] == [
+        ("torch.ops.gx", "error", 3, "5, 6, 7"),
+        ("torch.ops.hx.solo", "warning", 1, None),
+    ]
+    assert calls[0][6].startswith("torch.ops.gx (2 operators: gather, release): custom CUDA operator (registered at")
+
+
+def test_operator_rows_of_different_levels_or_files_stay_apart():
+    def op(line: int, api: str, level: str = "error", path: str = "a.py") -> FileResult:
+        message = f"{api}: custom CUDA operator (registered at x.cpp:1); it has no NPU kernel"
+        return FileResult(path, "python", records=[rec(line, level, api, message, code="TP204")])
+
+    a = op(1, "torch.ops.ns.one")
+    a.records += op(2, "torch.ops.ns.two").records + op(3, "torch.ops.ns.three", "warning").records
+    b = op(4, "torch.ops.ns.four", path="b.py")
+    got = [(r.path, r.api, r.count) for r in findings.rows([a, b])]
+    assert got == [("a.py", "torch.ops.ns", 2), ("b.py", "torch.ops.ns.four", 1), ("a.py", "torch.ops.ns.three", 1)]
