@@ -176,3 +176,38 @@ def test_code_after_torch_version_cuda_is_a_note():
     found = {r.line: r for r in res.findings if r.api == "torch.cuda.nccl"}
     assert found[11].level == "note" and "after torch.version.cuda at line 8" in found[11].message
     assert found[16].level == "error"  # no such test in front of it
+
+
+PATCHES = """import torch.nn as nn
+import torch.nn.functional as F
+
+HOOKS = {
+    nn.RNN: print,
+}
+
+
+def patch(wrap, saved):
+    F.avg_pool3d = wrap(F.avg_pool3d, print)
+    F.adaptive_max_pool2d = saved["adaptive_max_pool2d"]
+    pooled = wrap(F.avg_pool3d, print)
+    layer = HOOKS.get(nn.RNN)
+    return pooled, layer, F.adaptive_max_pool2d(saved["x"], 2), nn.RNN(4, 4)
+"""
+
+
+def test_a_dict_key_and_a_patch_are_notes_and_calls_stay():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("m.py", PATCHES.encode(), load_ruleset())
+    found = {(r.line, r.col, r.api): r for r in res.findings if r.code in ("TP201", "TP202")}
+    by_line: dict[int, list] = {}
+    for (line, _, _), r in sorted(found.items()):
+        by_line.setdefault(line, []).append(r)
+    assert [r.level for r in by_line[5]] == ["note"] and "a key of a dict" in by_line[5][0].message
+    assert [r.level for r in by_line[10]] == ["note", "note"]  # the target and the wrapped function
+    assert "patched here" in by_line[10][0].message
+    assert [r.level for r in by_line[11]] == ["note"]  # restored: the target of an assignment
+    assert [r.level for r in by_line[12]] == ["warning"]  # passed to a call that is no patch
+    assert [r.level for r in by_line[13]] == ["warning"]  # an argument of .get(), not a dict key
+    assert sorted(r.level for r in by_line[14]) == ["warning", "warning"]  # called and built
