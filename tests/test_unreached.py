@@ -165,6 +165,13 @@ def bfloat_support():
 
 def nccl_version():
     return nccl.version()
+
+
+def setup_versions(torch_available):
+    if torch_available and torch.version.cuda is not None:
+        return nccl.version()
+    if torch_available or torch.version.cuda:
+        return nccl.version()
 """
 
 
@@ -176,6 +183,8 @@ def test_code_after_torch_version_cuda_is_a_note():
     found = {r.line: r for r in res.findings if r.api == "torch.cuda.nccl"}
     assert found[11].level == "note" and "after torch.version.cuda at line 8" in found[11].message
     assert found[16].level == "error"  # no such test in front of it
+    assert found[21].level == "note" and "after torch.version.cuda at line 20" in found[21].message
+    assert found[23].level == "error"  # `or`: a torch without CUDA enters it too
 
 
 PATCHES = """import torch.nn as nn
