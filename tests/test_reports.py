@@ -416,3 +416,16 @@ def test_operator_rows_of_different_levels_or_files_stay_apart():
     b = op(4, "torch.ops.ns.four", path="b.py")
     got = [(r.path, r.api, r.count) for r in findings.rows([a, b])]
     assert got == [("a.py", "torch.ops.ns", 2), ("b.py", "torch.ops.ns.four", 1), ("a.py", "torch.ops.ns.three", 1)]
+
+
+def test_a_list_of_file_suffixes_is_no_cuda_build(tmp_path):
+    root = tmp_path / "tools"
+    root.mkdir()
+    (root / "headers.py").write_text(
+        "import argparse\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--c_style_ext', nargs='+', default=['.c', '.cpp', '.cu', '.h', '.cuh'])\n"
+        "compile_kernels = make_plugin('k', ['k.cpp', 'kernels/k.cu'])\n"
+    )
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    builds = [(r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
+    assert builds == [(5, "make_plugin")]  # the suffixes name no file; the helper given k.cu builds

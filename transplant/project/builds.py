@@ -208,7 +208,8 @@ def runtime_builds(
             kw.value for kw in node.keywords if kw.arg in ("sources", "cuda_sources") or _is_list(kw.value, lists)
         ]
         sources = [s for v in values for s in _strings(v, lists)]
-        cuda_sources = [s for s in sources if s.lower().endswith(CUDA_SOURCE)]
+        # a bare suffix (".cu" in a list of file kinds: argparse's default=[".c", ".cu", ...]) names no file
+        cuda_sources = [s for s in sources if s.lower().endswith(CUDA_SOURCE) and s.lower() not in CUDA_SOURCE]
         if not cuda_sources and not keywords & set(CUDA_KEYWORDS):
             continue
         name = next(
