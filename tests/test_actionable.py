@@ -152,6 +152,7 @@ def test_every_silent_kind_is_named_with_a_route(silent_result: Path):
     expected = {
         ("train.py", 19): ("bitsandbytes", "error"),  # from_pretrained(load_in_8bit=True)
         ("train.py", 20): ("bitsandbytes", "error"),  # load_in_4bit=True
+        ("train.py", 11): ("transformers.BitsAndBytesConfig", "error"),  # imported, and built at line 22
         ("train.py", 9): ("kernels.get_kernel", "warning"),  # the kernel hub (FlashAttention-3)
         ("train.py", 28): ("flash_attn", "warning"),  # [sys.executable, "-m", "pip", "install", "flash-attn"]
         ("train.py", 29): ("apex", "warning"),  # os.system("pip install ... --cuda_ext ./apex")
