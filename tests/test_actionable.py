@@ -14,6 +14,7 @@ policy gives it (docs/reports.md, "Levels").
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -249,6 +250,15 @@ def test_support_list_entries_that_ask_nothing_are_notes(version: str):
     for name in quiet:
         assert rules[name]["level"] == "note" and rules[name]["suggestion"].startswith("nothing to rewrite"), name
     assert rules["torch.export.export"]["level"] == "warning" and "CPU" in rules["torch.export.export"]["suggestion"]
+    # an API with its own route in gen_rules.VERSION_SUGGESTIONS gets it here too, as the older lists do
+    load = rules["torch.utils.cpp_extension.load"]
+    assert load["level"] == "warning" and "NpuExtension" in load["suggestion"]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from gen_support import rule_for
+
+    products = {"Atlas A2": False, "Atlas A3": False, "Ascend 950": False}
+    made = rule_for({"name": "torch.utils.cpp_extension.load", "products": products}, version, "0" * 40, "p.md")
+    assert made is not None and made["suggestion"] == load["suggestion"]
 
 
 CUDA_ONLY_TEST = """import pytest
