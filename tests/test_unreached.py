@@ -197,10 +197,14 @@ HOOKS = {
 
 def patch(wrap, saved):
     F.avg_pool3d = wrap(F.avg_pool3d, print)
-    F.adaptive_max_pool2d = saved["adaptive_max_pool2d"]
+    F.adaptive_max_pool2d = saved[F.adaptive_max_pool2d.__name__]
     pooled = wrap(F.avg_pool3d, print)
     layer = HOOKS.get(nn.RNN)
     return pooled, layer, F.adaptive_max_pool2d(saved["x"], 2), nn.RNN(4, 4)
+
+
+def not_a_patch(x):
+    F.avg_pool3d = F.avg_pool3d(x, 2)  # called on the right: a use
 """
 
 
@@ -216,7 +220,8 @@ def test_a_dict_key_and_a_patch_are_notes_and_calls_stay():
     assert [r.level for r in by_line[5]] == ["note"] and "a key of a dict" in by_line[5][0].message
     assert [r.level for r in by_line[10]] == ["note", "note"]  # the target and the wrapped function
     assert "patched here" in by_line[10][0].message
-    assert [r.level for r in by_line[11]] == ["note"]  # restored: the target of an assignment
+    assert [r.level for r in by_line[11]] == ["note", "note"]  # restored: the target, and the key it reads
     assert [r.level for r in by_line[12]] == ["warning"]  # passed to a call that is no patch
     assert [r.level for r in by_line[13]] == ["warning"]  # an argument of .get(), not a dict key
     assert sorted(r.level for r in by_line[14]) == ["warning", "warning"]  # called and built
+    assert [r.level for r in by_line[18]] == ["note", "warning"]  # the target; the call on the right

@@ -3,8 +3,9 @@
 A finding that the API is not supported on NPU (TP201, TP202) at such a place is a note that says so;
 the places that build or call the class keep their own findings. So are two more kinds of naming
 (DeepSpeed's flops profiler): a key of a dict literal (``{nn.RNN: _rnn_forward_hook}`` looks a
-class up), and a patch, the target of an assignment and the same expression wrapped on its right
-(``F.avg_pool3d = wrapFunc(F.avg_pool3d, ...)``): the function is replaced, not run there. Works on a CPython ``ast`` tree;
+class up), and a patch, the target of an assignment and the same expression on its right where it
+is not called (``F.avg_pool3d = wrapFunc(F.avg_pool3d, ...)``, ``F.avg_pool3d = saved[F.avg_pool3d.__str__]``):
+the function is replaced, not run there. Works on a CPython ``ast`` tree;
 changes levels and messages of records, never code.
 """
 
@@ -41,11 +42,13 @@ def namings(tree: ast.Module, lines: list[str]) -> list[tuple[Span, str]]:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
             target = node.targets[0]
             found.append((_span(target, lines), _PATCH))
-            if isinstance(node.value, ast.Call):
-                shape = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
-                for arg in node.value.args:
-                    if ast.dump(arg, annotate_fields=False) == shape:
-                        found.append((_span(arg, lines), _PATCH))
+            # the same expression on the right, wrapped or looked up (wrap(F.x, ...), saved[F.x.__name__]),
+            # unless it is called there
+            shape = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
+            called = {id(n.func) for n in ast.walk(node.value) if isinstance(n, ast.Call)}
+            for part in ast.walk(node.value):
+                if id(part) not in called and ast.dump(part, annotate_fields=False) == shape:
+                    found.append((_span(part, lines), _PATCH))
     return found
 
 
