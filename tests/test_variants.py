@@ -119,3 +119,21 @@ def test_backend_folders_need_a_repeated_module_and_a_backend_name():
     assert "a/utils/x.py" not in found  # not named for a backend
     assert not {"b/b.py", "b/npu/c.py"} & set(found)  # b/npu/ repeats nothing of b/
     assert "a/npu/x.py" not in found
+
+
+def test_cuda_sources_of_an_operator_the_project_builds_for_npu_are_notes(rows: list[tuple]):
+    sources = {r[0]: r for r in rows if r[0].startswith("csrc/")}
+    # ops/softmax.py names softmax.cu; ops/npu/softmax_ops.py declares the same NAME = "softmax"
+    for rel in ("csrc/softmax/softmax.cu", "csrc/softmax/softmax_utils.cuh"):  # the header it includes too
+        assert sources[rel][5] == "note" and "CUDA source of ops/softmax.py" in sources[rel][6], rel
+    # ops/quantizer.py's NAME = "quant" has no NPU builder: its kernel stays a warning
+    assert sources["csrc/quant/quant.cu"][5] == "warning"
+
+
+def test_without_the_npu_builder_its_cuda_sources_stay_warnings(tmp_path: Path):
+    src = tmp_path / "proj"
+    shutil.copytree(PROJECT, src)
+    (src / "ops" / "npu" / "softmax_ops.py").unlink()
+    found = sheet(convert_project(src, tmp_path / "out"), "Unsupported")
+    cuda = [r for r in found if r[0].startswith("csrc/softmax/")]
+    assert len(cuda) == 2 and all(r[5] == "warning" for r in cuda)

@@ -47,7 +47,11 @@ def namings(tree: ast.Module, lines: list[str]) -> list[tuple[Span, str]]:
             shape = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
             called = {id(n.func) for n in ast.walk(node.value) if isinstance(n, ast.Call)}
             for part in ast.walk(node.value):
-                if id(part) not in called and ast.dump(part, annotate_fields=False) == shape:
+                if (
+                    isinstance(part, ast.expr)
+                    and id(part) not in called
+                    and ast.dump(part, annotate_fields=False) == shape
+                ):
                     found.append((_span(part, lines), _PATCH))
     return found
 
