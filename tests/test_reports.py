@@ -429,3 +429,26 @@ def test_a_list_of_file_suffixes_is_no_cuda_build(tmp_path):
     rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
     builds = [(r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
     assert builds == [(5, "make_plugin")]  # the suffixes name no file; the helper given k.cu builds
+
+
+def test_cuda_home_tested_for_none_is_a_note(tmp_path):
+    root = tmp_path / "envcheck"
+    root.mkdir()
+    (root / "report.py").write_text(
+        "import torch.utils.cpp_extension\n"
+        "from torch.utils.cpp_extension import CUDA_HOME\n\n\n"
+        "def nvcc_version():\n"
+        "    cuda_home = torch.utils.cpp_extension.CUDA_HOME\n"
+        "    if cuda_home is None:\n"
+        "        return f'no CUDA_HOME ({torch.utils.cpp_extension.CUDA_HOME})'\n"
+        "    return cuda_home\n\n\n"
+        "def include_dir():\n"
+        "    return CUDA_HOME + '/include' if CUDA_HOME else None\n\n\n"
+        "def compiler():\n"
+        "    return CUDA_HOME + '/bin/nvcc'\n"
+    )
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    home = [(r[1], r[5], r[8]) for r in rows if r[4] == "torch.utils.cpp_extension.CUDA_HOME"]
+    # lines 6 and 8: read, then tested for None; 13: the test of a conditional expression and its
+    # branch; 17: used with no test, it stops on an NPU machine
+    assert home == [(17, "warning", 1), (6, "note", 2), (13, "note", 2)]
