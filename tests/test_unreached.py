@@ -225,3 +225,40 @@ def test_a_dict_key_and_a_patch_are_notes_and_calls_stay():
     assert [r.level for r in by_line[13]] == ["warning"]  # an argument of .get(), not a dict key
     assert sorted(r.level for r in by_line[14]) == ["warning", "warning"]  # called and built
     assert [r.level for r in by_line[18]] == ["note", "warning"]  # the target; the call on the right
+
+
+FALSE_TESTS = """import subprocess
+
+import torch
+from torch import _C
+from deepspeed.accelerator import get_accelerator
+
+
+def set_rng(state):
+    if hasattr(_C, "_cuda_setRNGState") and callable(_C._cuda_setRNGState):
+        _C._cuda_setRNGState(state)
+        torch.cuda.nccl.version()
+    return _C._cuda_setRNGState
+
+
+def count():
+    if get_accelerator().device_name() == "cuda":
+        return subprocess.check_output(["nvidia-smi", "--list-gpus"])
+    if get_accelerator().device_name() != "cuda":
+        return subprocess.check_output(["nvidia-smi", "--list-gpus"])
+"""
+
+
+def test_findings_behind_hasattr_or_the_accelerators_name_are_notes():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("m.py", FALSE_TESTS.encode(), load_ruleset())
+    found = {(r.line, r.api): r for r in res.findings if r.level in ("error", "warning", "note")}
+    rng = [r for (line, api), r in found.items() if api.endswith("_cuda_setRNGState")]
+    assert {r.line: r.level for r in rng} == {9: "note", 10: "note", 12: "error"}  # guarded twice; unguarded
+    assert "behind hasattr(..., '_cuda_setRNGState')" in next(r for r in rng if r.line == 10).message
+    assert found[(11, "torch.cuda.nccl")].level == "error"  # hasattr names another attribute
+    smi = {r.line: r for r in res.findings if r.api == "nvidia-smi"}
+    assert smi[17].level == "note" and "device_name() == 'cuda'" in smi[17].message
+    assert smi[19].level == "warning"  # != "cuda": what an NPU host runs
