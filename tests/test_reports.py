@@ -363,10 +363,16 @@ def test_row_lines_break_at_words():
     assert row_lines(["x" * 25], [10], frozenset({1})) == 3  # a long word breaks anywhere
 
 
+def write_project(root: Path, files: dict[str, str]) -> Path:
+    """A project of ``files`` (path -> text) under ``root``."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def test_the_operators_of_one_family_in_a_file_are_one_row(tmp_path):
-    root = tmp_path / "graphs"
-    (root / "csrc").mkdir(parents=True)
-    (root / "csrc" / "init.cpp").write_text(
+    init = (
         "#include <torch/library.h>\n"
         "TORCH_LIBRARY(gx, m) {\n"
         '    m.def("gather(Tensor a, int id) -> Tensor");\n'
@@ -380,7 +386,7 @@ def test_the_operators_of_one_family_in_a_file_are_one_row(tmp_path):
         '    m.def("solo(Tensor a) -> Tensor");\n'
         "}\n"
     )
-    (root / "passes.py").write_text(
+    passes = (
         "import torch\n\n\n"
         "def schedule(graph, name):\n"
         "    gathers = [n for n in graph.nodes if n.target == torch.ops.gx.gather.default]\n"
@@ -389,6 +395,7 @@ def test_the_operators_of_one_family_in_a_file_are_one_row(tmp_path):
         "    other = torch.ops.hx.solo.default\n"
         "    return gathers, dynamic, other\n"
     )
+    root = write_project(tmp_path / "graphs", {"csrc/init.cpp": init, "passes.py": passes})
     rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
     cpp = [r for r in rows if r[0] == "csrc/init.cpp"]
     gx = next(r for r in cpp if r[4] == "torch.ops.gx")
@@ -419,22 +426,19 @@ def test_operator_rows_of_different_levels_or_files_stay_apart():
 
 
 def test_a_list_of_file_suffixes_is_no_cuda_build(tmp_path):
-    root = tmp_path / "tools"
-    root.mkdir()
-    (root / "headers.py").write_text(
+    headers = (
         "import argparse\n\nparser = argparse.ArgumentParser()\n"
         "parser.add_argument('--c_style_ext', nargs='+', default=['.c', '.cpp', '.cu', '.h', '.cuh'])\n"
         "compile_kernels = make_plugin('k', ['k.cpp', 'kernels/k.cu'])\n"
     )
+    root = write_project(tmp_path / "tools", {"headers.py": headers})
     rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
     builds = [(r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
     assert builds == [(5, "make_plugin")]  # the suffixes name no file; the helper given k.cu builds
 
 
 def test_cuda_home_tested_for_none_is_a_note(tmp_path):
-    root = tmp_path / "envcheck"
-    root.mkdir()
-    (root / "report.py").write_text(
+    report = (
         "import torch.utils.cpp_extension\n"
         "from torch.utils.cpp_extension import CUDA_HOME\n\n\n"
         "def nvcc_version():\n"
@@ -447,6 +451,7 @@ def test_cuda_home_tested_for_none_is_a_note(tmp_path):
         "def compiler():\n"
         "    return CUDA_HOME + '/bin/nvcc'\n"
     )
+    root = write_project(tmp_path / "envcheck", {"report.py": report})
     rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
     home = [(r[1], r[5], r[8]) for r in rows if r[4] == "torch.utils.cpp_extension.CUDA_HOME"]
     # lines 6 and 8: read, then tested for None; 13: the test of a conditional expression and its

@@ -60,18 +60,8 @@ def _falls_back(handler: ast.ExceptHandler) -> bool:
     """Does the except clause let the program go on without the library: it binds something (the
     names, ``X = None``, a flag, another import) and neither raises nor exits? A clause that only
     logs, or stops the program (``sys.exit(-1)``), makes the import required."""
-    binds = False
-    for node in ast.walk(handler):
-        if isinstance(node, ast.Raise):
-            return False
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in _ENDS:
-                return False
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Global)):
-            binds = True
-    return binds
+    binds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Global)
+    return _quiet(handler) and any(isinstance(node, binds) for node in ast.walk(handler))
 
 
 def _span(node: ast.stmt | ast.excepthandler) -> range:
