@@ -107,6 +107,11 @@ def test_a_backend_the_project_chooses_itself_is_a_note(rows: list[tuple]):
     assert mapped[5] == "note" and "default_backend() gives it" in mapped[6]
     other = _at(rows, "comm/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
     assert other[5] == "warning" and other[7]
+    # a method returning an attribute its class sets to "hccl" (DeepSpeed's accelerator)
+    accelerator = _at(rows, "comm/launch.py", 25, "torch.distributed.init_process_group")
+    assert accelerator[5] == "note" and "communication_backend_name() gives it" in accelerator[6]
+    settings = _at(rows, "comm/launch.py", 26, "torch.distributed.init_process_group")  # self._name: not hccl
+    assert settings[5] == "warning"
 
 
 ATTEMPT = """import torch
