@@ -14,6 +14,7 @@ policy gives it (docs/reports.md, "Levels").
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,7 @@ def test_every_silent_kind_is_named_with_a_route(silent_result: Path):
     expected = {
         ("train.py", 19): ("bitsandbytes", "error"),  # from_pretrained(load_in_8bit=True)
         ("train.py", 20): ("bitsandbytes", "error"),  # load_in_4bit=True
+        ("train.py", 11): ("transformers.BitsAndBytesConfig", "error"),  # imported, and built at line 22
         ("train.py", 9): ("kernels.get_kernel", "warning"),  # the kernel hub (FlashAttention-3)
         ("train.py", 28): ("flash_attn", "warning"),  # [sys.executable, "-m", "pip", "install", "flash-attn"]
         ("train.py", 29): ("apex", "warning"),  # os.system("pip install ... --cuda_ext ./apex")
@@ -248,6 +250,15 @@ def test_support_list_entries_that_ask_nothing_are_notes(version: str):
     for name in quiet:
         assert rules[name]["level"] == "note" and rules[name]["suggestion"].startswith("nothing to rewrite"), name
     assert rules["torch.export.export"]["level"] == "warning" and "CPU" in rules["torch.export.export"]["suggestion"]
+    # an API with its own route in gen_rules.VERSION_SUGGESTIONS gets it here too, as the older lists do
+    load = rules["torch.utils.cpp_extension.load"]
+    assert load["level"] == "warning" and "NpuExtension" in load["suggestion"]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from gen_support import rule_for
+
+    products = {"Atlas A2": False, "Atlas A3": False, "Ascend 950": False}
+    made = rule_for({"name": "torch.utils.cpp_extension.load", "products": products}, version, "0" * 40, "p.md")
+    assert made is not None and made["suggestion"] == load["suggestion"]
 
 
 CUDA_ONLY_TEST = """import pytest

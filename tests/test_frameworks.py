@@ -157,6 +157,13 @@ def test_library_context_report_matches_golden(tmp_path):
     assert len(cute) == 1 and "cutlass.cute.Tensor" in cute[0][6] and cute[0][8] == 11
     # the library rule of an extension the project builds leaves it to the project's own findings
     assert not [r for r in rows if r[4] == "selective_scan_cuda" and r[5] != "note"]
+    # an import whose except clause only passes, with every use inside the try's body: notes
+    optional = [r for r in rows if r[0] == "models/optimizers.py"]
+    assert optional and all(r[5] == "note" for r in optional)
+    assert any("in the try body of its optional import" in r[6] for r in optional)
+    # the same clause where the name is read after the try: the import stays an error
+    required = {r[1]: r for r in rows if r[0] == "models/fused_optimizers.py"}
+    assert required[2][5] == "error"
 
 
 def test_pinned_requirements_in_a_pyproject_array_are_all_read():
@@ -178,9 +185,14 @@ def test_optional_import_lines():
         "try:\n    import c\nexcept ImportError as e:\n    print(e)\n    sys.exit(-1)\n"
         "try:\n    import d\nexcept ImportError:\n    logging.error('install d')\n"
         "try:\n    import e\nexcept ImportError:\n    HAS_E = False\n"
+        "try:\n    import f\n    OPTIMIZERS.append(f.Adam)\nexcept ImportError:\n    pass\n"
+        "d.run()\n"
     )
-    # a clause that exits, raises or only logs makes the import required
-    assert optional_import_lines(tree) == ({2, 23}, {3, 4, 24, 25})
+    # a clause that exits, raises or only logs makes the import required where the name is read
+    # after the try (d); one that only passes is enough where the try's body holds every use (f)
+    imports, handlers, bodies = optional_import_lines(tree)
+    assert (imports, handlers) == ({2, 23, 27}, {3, 4, 24, 25, 29, 30})
+    assert bodies == {2, 23, 27, 28}
 
 
 def test_words_that_describe_a_project_are_not_settings():

@@ -361,3 +361,99 @@ def test_row_lines_break_at_words():
     assert row_lines(["word " * 10, 3], [10, 6], frozenset({1})) == 5  # two words to a line of 11 characters
     assert row_lines(["a\nb\nc", "x" * 50], [10, 10], frozenset({1})) == 3  # a column that does not wrap: one line
     assert row_lines(["x" * 25], [10], frozenset({1})) == 3  # a long word breaks anywhere
+
+
+def write_project(root: Path, files: dict[str, str]) -> Path:
+    """A project of ``files`` (path -> text) under ``root``."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_the_operators_of_one_family_in_a_file_are_one_row(tmp_path):
+    init = (
+        "#include <torch/library.h>\n"
+        "TORCH_LIBRARY(gx, m) {\n"
+        '    m.def("gather(Tensor a, int id) -> Tensor");\n'
+        '    m.def("release(Tensor a) -> Tensor");\n'
+        "}\n"
+        "TORCH_LIBRARY_IMPL(gx, CUDA, m) {\n"
+        '    m.impl("gather", &gather);\n'
+        '    m.impl("release", &release);\n'
+        "}\n"
+        "TORCH_LIBRARY(hx, m) {\n"
+        '    m.def("solo(Tensor a) -> Tensor");\n'
+        "}\n"
+    )
+    passes = (
+        "import torch\n\n\n"
+        "def schedule(graph, name):\n"
+        "    gathers = [n for n in graph.nodes if n.target == torch.ops.gx.gather.default]\n"
+        "    graph.create_node('call_function', torch.ops.gx.release.default, (), {})\n"
+        "    dynamic = getattr(torch.ops.gx, name).default\n"
+        "    other = torch.ops.hx.solo.default\n"
+        "    return gathers, dynamic, other\n"
+    )
+    root = write_project(tmp_path / "graphs", {"csrc/init.cpp": init, "passes.py": passes})
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    cpp = [r for r in rows if r[0] == "csrc/init.cpp"]
+    gx = next(r for r in cpp if r[4] == "torch.ops.gx")
+    assert (gx[5], gx[8], gx[9]) == ("warning", 4, "3, 4, 7, 8")
+    assert gx[6].startswith("torch.ops.gx (2 operators: gather, release): custom CUDA operator registered here")
+    assert "TORCH_LIBRARY(gx) def, TORCH_LIBRARY_IMPL(gx, CUDA) impl" in gx[6]
+    # another family in the same file keeps its own row, and a lone operator its own message
+    hx = next(r for r in cpp if r[4] == "torch.ops.hx.solo")
+    assert hx[6].startswith("torch.ops.hx.solo: custom C++ operator registered here (TORCH_LIBRARY(hx) def)")
+    calls = [r for r in rows if r[0] == "passes.py"]
+    assert [(r[4], r[5], r[8], r[9]) for r in calls] == [
+        ("torch.ops.gx", "error", 3, "5, 6, 7"),
+        ("torch.ops.hx.solo", "warning", 1, None),
+    ]
+    assert calls[0][6].startswith("torch.ops.gx (2 operators: gather, release): custom CUDA operator (registered at")
+
+
+def test_operator_rows_of_different_levels_or_files_stay_apart():
+    def op(line: int, api: str, level: str = "error", path: str = "a.py") -> FileResult:
+        message = f"{api}: custom CUDA operator (registered at x.cpp:1); it has no NPU kernel"
+        return FileResult(path, "python", records=[rec(line, level, api, message, code="TP204")])
+
+    a = op(1, "torch.ops.ns.one")
+    a.records += op(2, "torch.ops.ns.two").records + op(3, "torch.ops.ns.three", "warning").records
+    b = op(4, "torch.ops.ns.four", path="b.py")
+    got = [(r.path, r.api, r.count) for r in findings.rows([a, b])]
+    assert got == [("a.py", "torch.ops.ns", 2), ("b.py", "torch.ops.ns.four", 1), ("a.py", "torch.ops.ns.three", 1)]
+
+
+def test_a_list_of_file_suffixes_is_no_cuda_build(tmp_path):
+    headers = (
+        "import argparse\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--c_style_ext', nargs='+', default=['.c', '.cpp', '.cu', '.h', '.cuh'])\n"
+        "compile_kernels = make_plugin('k', ['k.cpp', 'kernels/k.cu'])\n"
+    )
+    root = write_project(tmp_path / "tools", {"headers.py": headers})
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    builds = [(r[1], r[4]) for r in rows if r[6] and "compiles CUDA sources" in r[6]]
+    assert builds == [(5, "make_plugin")]  # the suffixes name no file; the helper given k.cu builds
+
+
+def test_cuda_home_tested_for_none_is_a_note(tmp_path):
+    report = (
+        "import torch.utils.cpp_extension\n"
+        "from torch.utils.cpp_extension import CUDA_HOME\n\n\n"
+        "def nvcc_version():\n"
+        "    cuda_home = torch.utils.cpp_extension.CUDA_HOME\n"
+        "    if cuda_home is None:\n"
+        "        return f'no CUDA_HOME ({torch.utils.cpp_extension.CUDA_HOME})'\n"
+        "    return cuda_home\n\n\n"
+        "def include_dir():\n"
+        "    return CUDA_HOME + '/include' if CUDA_HOME else None\n\n\n"
+        "def compiler():\n"
+        "    return CUDA_HOME + '/bin/nvcc'\n"
+    )
+    root = write_project(tmp_path / "envcheck", {"report.py": report})
+    rows = sheet(convert_project(root, tmp_path / "out"), "Unsupported")
+    home = [(r[1], r[5], r[8]) for r in rows if r[4] == "torch.utils.cpp_extension.CUDA_HOME"]
+    # lines 6 and 8: read, then tested for None; 13: the test of a conditional expression and its
+    # branch; 17: used with no test, it stops on an NPU machine
+    assert home == [(17, "warning", 1), (6, "note", 2), (13, "note", 2)]

@@ -107,6 +107,11 @@ def test_a_backend_the_project_chooses_itself_is_a_note(rows: list[tuple]):
     assert mapped[5] == "note" and "default_backend() gives it" in mapped[6]
     other = _at(rows, "comm/launch.py", 13, "torch.distributed.init_process_group")  # pick_backend(config)
     assert other[5] == "warning" and other[7]
+    # a method returning an attribute its class sets to "hccl" (DeepSpeed's accelerator)
+    accelerator = _at(rows, "comm/launch.py", 25, "torch.distributed.init_process_group")
+    assert accelerator[5] == "note" and "communication_backend_name() gives it" in accelerator[6]
+    settings = _at(rows, "comm/launch.py", 26, "torch.distributed.init_process_group")  # self._name: not hccl
+    assert settings[5] == "warning"
 
 
 ATTEMPT = """import torch
@@ -165,6 +170,13 @@ def bfloat_support():
 
 def nccl_version():
     return nccl.version()
+
+
+def setup_versions(torch_available):
+    if torch_available and torch.version.cuda is not None:
+        return nccl.version()
+    if torch_available or torch.version.cuda:
+        return nccl.version()
 """
 
 
@@ -176,3 +188,82 @@ def test_code_after_torch_version_cuda_is_a_note():
     found = {r.line: r for r in res.findings if r.api == "torch.cuda.nccl"}
     assert found[11].level == "note" and "after torch.version.cuda at line 8" in found[11].message
     assert found[16].level == "error"  # no such test in front of it
+    assert found[21].level == "note" and "after torch.version.cuda at line 20" in found[21].message
+    assert found[23].level == "error"  # `or`: a torch without CUDA enters it too
+
+
+PATCHES = """import torch.nn as nn
+import torch.nn.functional as F
+
+HOOKS = {
+    nn.RNN: print,
+}
+
+
+def patch(wrap, saved):
+    F.avg_pool3d = wrap(F.avg_pool3d, print)
+    F.adaptive_max_pool2d = saved[F.adaptive_max_pool2d.__name__]
+    pooled = wrap(F.avg_pool3d, print)
+    layer = HOOKS.get(nn.RNN)
+    return pooled, layer, F.adaptive_max_pool2d(saved["x"], 2), nn.RNN(4, 4)
+
+
+def not_a_patch(x):
+    F.avg_pool3d = F.avg_pool3d(x, 2)  # called on the right: a use
+"""
+
+
+def test_a_dict_key_and_a_patch_are_notes_and_calls_stay():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("m.py", PATCHES.encode(), load_ruleset())
+    found = {(r.line, r.col, r.api): r for r in res.findings if r.code in ("TP201", "TP202")}
+    by_line: dict[int, list] = {}
+    for (line, _, _), r in sorted(found.items()):
+        by_line.setdefault(line, []).append(r)
+    assert [r.level for r in by_line[5]] == ["note"] and "a key of a dict" in by_line[5][0].message
+    assert [r.level for r in by_line[10]] == ["note", "note"]  # the target and the wrapped function
+    assert "patched here" in by_line[10][0].message
+    assert [r.level for r in by_line[11]] == ["note", "note"]  # restored: the target, and the key it reads
+    assert [r.level for r in by_line[12]] == ["warning"]  # passed to a call that is no patch
+    assert [r.level for r in by_line[13]] == ["warning"]  # an argument of .get(), not a dict key
+    assert sorted(r.level for r in by_line[14]) == ["warning", "warning"]  # called and built
+    assert [r.level for r in by_line[18]] == ["note", "warning"]  # the target; the call on the right
+
+
+FALSE_TESTS = """import subprocess
+
+import torch
+from torch import _C
+from deepspeed.accelerator import get_accelerator
+
+
+def set_rng(state):
+    if hasattr(_C, "_cuda_setRNGState") and callable(_C._cuda_setRNGState):
+        _C._cuda_setRNGState(state)
+        torch.cuda.nccl.version()
+    return _C._cuda_setRNGState
+
+
+def count():
+    if get_accelerator().device_name() == "cuda":
+        return subprocess.check_output(["nvidia-smi", "--list-gpus"])
+    if get_accelerator().device_name() != "cuda":
+        return subprocess.check_output(["nvidia-smi", "--list-gpus"])
+"""
+
+
+def test_findings_behind_hasattr_or_the_accelerators_name_are_notes():
+    from transplant.filetypes import convert_file
+    from transplant.rules import load_ruleset
+
+    res = convert_file("m.py", FALSE_TESTS.encode(), load_ruleset())
+    found = {(r.line, r.api): r for r in res.findings if r.level in ("error", "warning", "note")}
+    rng = [r for (line, api), r in found.items() if api.endswith("_cuda_setRNGState")]
+    assert {r.line: r.level for r in rng} == {9: "note", 10: "note", 12: "error"}  # guarded twice; unguarded
+    assert "behind hasattr(..., '_cuda_setRNGState')" in next(r for r in rng if r.line == 10).message
+    assert found[(11, "torch.cuda.nccl")].level == "error"  # hasattr names another attribute
+    smi = {r.line: r for r in res.findings if r.api == "nvidia-smi"}
+    assert smi[17].level == "note" and "device_name() == 'cuda'" in smi[17].message
+    assert smi[19].level == "warning"  # != "cuda": what an NPU host runs

@@ -79,3 +79,61 @@ def test_a_project_file_beside_its_npu_twin_is_a_note(rows: list[tuple]):
     assert twin and all(r[5] == "note" and "requirements-npu.txt" in r[6] for r in twin)
     lone = [r for r in rows if r[0] == "requirements-gpu-extra.txt" and r[4] == "xformers"]
     assert [r[5] for r in lone] == ["warning"]  # requirements-npu-extra.txt does not exist
+
+
+def test_a_packages_other_backends_beside_its_npu_folder_are_notes(rows: list[tuple]):
+    ops = {(r[0], r[4]): r for r in rows if r[0].startswith("ops/")}
+    # ops/npu/builder.py repeats ops/builder.py: that module is the CUDA version, ops/xpu/ the XPU one
+    for key in [("ops/builder.py", "torch.utils.cpp_extension.CUDAExtension"), ("ops/builder.py", "nvcc")]:
+        assert ops[key][5] == "note" and "the version for CUDA" in ops[key][6] and "ops/npu/" in ops[key][6]
+    xpu = [r for r in rows if r[0] == "ops/xpu/builder.py"]
+    assert {r[4] for r in xpu} >= {"torch.utils.cpp_extension.CUDA_HOME", "torch.cuda.nccl"}
+    assert all(r[5] == "note" for r in xpu)
+    assert "the version for XPU" in {r[4]: r for r in xpu}["torch.utils.cpp_extension.CUDA_HOME"][6]
+    # a module npu/ does not repeat: its ROCm-beside-CUDA helper asks for no NPU arm, its CUDA_HOME stays
+    helper = ops[("ops/fused_scale.py", "torch.cuda.is_available")]
+    assert helper[5] == "note" and "NPU versions of this package's modules in ops/npu/" in helper[6]
+    assert ops[("ops/quantizer.py", "torch.utils.cpp_extension.CUDA_HOME")][5] == "warning"
+
+
+def test_without_the_npu_folder_the_packages_findings_stay(tmp_path: Path):
+    src = tmp_path / "proj"
+    shutil.copytree(PROJECT, src)
+    shutil.rmtree(src / "ops" / "npu")
+    (src / "npu_check.py").write_text("try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n")
+    found = sheet(convert_project(src, tmp_path / "out"), "Unsupported")
+    ops = {(r[0], r[4]): r for r in found if r[0].startswith("ops/")}
+    assert ops[("ops/builder.py", "nvcc")][5] == "warning"
+    assert ops[("ops/fused_scale.py", "torch.cuda.is_available")][5] == "warning"  # add an NPU arm
+    assert ops[("ops/xpu/builder.py", "torch.utils.cpp_extension.CUDA_HOME")][5] == "warning"
+
+
+def test_backend_folders_need_a_repeated_module_and_a_backend_name():
+    from transplant.project.variants import backend_folders
+
+    paths = {"a/x.py", "a/y.py", "a/npu/x.py", "a/xpu/x.py", "a/xpu/z.py", "a/utils/x.py", "b/b.py", "b/npu/c.py"}
+    found = backend_folders(paths)
+    assert found["a/x.py"] == ("the version for CUDA", "a/npu")
+    assert found["a/y.py"] == ("helper", "a/npu")
+    assert found["a/xpu/z.py"] == ("the version for XPU", "a/npu")
+    assert "a/utils/x.py" not in found  # not named for a backend
+    assert not {"b/b.py", "b/npu/c.py"} & set(found)  # b/npu/ repeats nothing of b/
+    assert "a/npu/x.py" not in found
+
+
+def test_cuda_sources_of_an_operator_the_project_builds_for_npu_are_notes(rows: list[tuple]):
+    sources = {r[0]: r for r in rows if r[0].startswith("csrc/")}
+    # ops/softmax.py names softmax.cu; ops/npu/softmax_ops.py declares the same NAME = "softmax"
+    for rel in ("csrc/softmax/softmax.cu", "csrc/softmax/softmax_utils.cuh"):  # the header it includes too
+        assert sources[rel][5] == "note" and "CUDA source of ops/softmax.py" in sources[rel][6], rel
+    # ops/quantizer.py's NAME = "quant" has no NPU builder: its kernel stays a warning
+    assert sources["csrc/quant/quant.cu"][5] == "warning"
+
+
+def test_without_the_npu_builder_its_cuda_sources_stay_warnings(tmp_path: Path):
+    src = tmp_path / "proj"
+    shutil.copytree(PROJECT, src)
+    (src / "ops" / "npu" / "softmax_ops.py").unlink()
+    found = sheet(convert_project(src, tmp_path / "out"), "Unsupported")
+    cuda = [r for r in found if r[0].startswith("csrc/softmax/")]
+    assert len(cuda) == 2 and all(r[5] == "warning" for r in cuda)

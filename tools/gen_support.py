@@ -32,7 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "rules" / "npu_support"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_rules import COMPILE_HELPERS, CUDA_BACKEND_SWITCHES, METHOD_CLASSES, subsystem_suggestion  # noqa: E402  (a sibling tool, run from anywhere)
+from gen_rules import (  # noqa: E402  (a sibling tool, run from anywhere)
+    COMPILE_HELPERS,
+    CUDA_BACKEND_SWITCHES,
+    METHOD_CLASSES,
+    VERSION_SUGGESTIONS,
+    subsystem_suggestion,
+)
 
 # PyTorch version -> (commit of Ascend/pytorch, folder of its support list)
 SOURCES = {
@@ -244,7 +250,7 @@ def rule_for(api: dict, version: str, commit: str, page: str) -> dict | None:
             f"nothing to change for {', '.join(runs)}; on {', '.join(missing)} avoid it or run it on the CPU"
         )
     else:  # a warning says what to do, as the older lists' warnings do (gen_rules.py)
-        entry["suggestion"] = subsystem_suggestion(name)
+        entry["suggestion"] = VERSION_SUGGESTIONS.get(name) or subsystem_suggestion(name)
     entry["source"] = f"torch_npu's support list for PyTorch {version}: {where}"
     if name.startswith(METHOD_CLASSES):
         entry["on"] = "method"  # as tools/gen_rules.py matches Tensor and Module methods

@@ -161,7 +161,8 @@ TABLE: tuple[Code, ...] = (
         "warning",
         "CUDA-only build (CUDAExtension, CUDA_HOME, nvcc flags, load with CUDA sources)",
         "CUDA-only build: `CUDAExtension`, `load`/`load_inline` with CUDA sources, a call of any helper given "
-        "`.cu` sources or CUDA flags, `CUDA_HOME`, `nvcc` flags (warning)",
+        "`.cu` sources or CUDA flags, `CUDA_HOME`, `nvcc` flags (warning; a note for a `CUDA_HOME` the code "
+        "tests for None, and its reads under that test)",
     ),
     Code(
         "TP206",

@@ -24,6 +24,7 @@ import re
 
 import libcst as cst
 
+from ..project.npu_support import NO_NPU_ARM
 from .traverse import children, descendants
 
 # another accelerator than CUDA, as a word of an identifier or a string: cheap pre-check on bytes first
@@ -38,7 +39,6 @@ _DEF = re.compile(rb"\bdef[ \t]+(\w+)")
 _CUDA_WORD = re.compile(r"(?:^|_)(cuda|gpu)(?:_|$)")
 _TWIN_WORDS = ("npu", "xpu", "hpu", "mlu", "musa", "mps", "tpu", "xla", "rocm", "hip")
 HELPER = "a helper that already chooses among backends"
-NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
 
 
 def _backend(node: cst.CSTNode) -> str:

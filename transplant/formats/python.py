@@ -57,10 +57,11 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
         from ..project import mentions
         from ..project.cuda_tests import demote  # findings in code an NPU never runs
 
-        from ..project import attempts
+        from ..project import attempts, false_tests
 
         records = mentions.demote(data, demote(data, conv.records, conv.unreached))  # and names it only tests
         records = attempts.demote(data, records)  # and attempts with a fallback
+        records = false_tests.demote(data, records)  # and code behind hasattr or the accelerator's name
         conv = Conversion(conv.new, records)
     return conv
 

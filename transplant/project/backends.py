@@ -1,7 +1,9 @@
 """Collective backends the project chooses itself: a function of the project that returns ``"hccl"``
-(``def get_nccl_backend(): return "hccl" if is_npu_available else "nccl"``, verl's device helpers), or
-that reads torch's ``Backend.default_device_backend_map`` for the device (torchtitan), where
-torch_npu's registration of its backend puts ``npu: hccl``.
+(``def get_nccl_backend(): return "hccl" if is_npu_available else "nccl"``, verl's device helpers), a
+method that returns an attribute its class sets to ``"hccl"`` (DeepSpeed's accelerator:
+``get_accelerator().communication_backend_name()``), or that reads torch's
+``Backend.default_device_backend_map`` for the device (torchtitan), where torch_npu's registration of
+its backend puts ``npu: hccl``.
 
 Where ``init_process_group(backend=...)`` (or another backend argument) is given an expression that
 calls such a function (``backend=get_nccl_backend()``, ``f"cpu:gloo,{dev}:{get_nccl_backend()}"``),
@@ -29,6 +31,9 @@ def hccl_choosers(tree: ast.Module) -> dict[str, int]:
     backends per device -> their line."""
     found: dict[str, int] = {}
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):  # def name(self): return self._x, where the class sets self._x = "hccl"
+            for name, line in _attribute_getters(node).items():
+                found.setdefault(name, line)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for sub in ast.walk(node):
                 if (isinstance(sub, ast.Return) and sub.value is not None and _names_hccl(sub.value)) or (
@@ -37,6 +42,33 @@ def hccl_choosers(tree: ast.Module) -> dict[str, int]:
                     found.setdefault(node.name, node.lineno)
                     break
     return found
+
+
+def _self_attribute(node: ast.AST | None) -> str:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return ""
+
+
+def _attribute_getters(cls: ast.ClassDef) -> dict[str, int]:
+    """Methods of ``cls`` that return an attribute the class sets to a string naming hccl
+    (DeepSpeed's NPU accelerator: ``self._communication_backend_name = 'hccl'``, then
+    ``def communication_backend_name(self): return self._communication_backend_name``) -> their line."""
+    set_hccl = {
+        _self_attribute(target)
+        for sub in ast.walk(cls)
+        if isinstance(sub, ast.Assign) and _names_hccl(sub.value)
+        for target in sub.targets
+        if _self_attribute(target)
+    }
+    if not set_hccl:
+        return {}
+    return {
+        method.name: method.lineno
+        for method in cls.body
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(isinstance(s, ast.Return) and _self_attribute(s.value) in set_hccl for s in ast.walk(method))
+    }
 
 
 def _names_hccl(value: ast.expr) -> bool:

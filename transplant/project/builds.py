@@ -208,7 +208,8 @@ def runtime_builds(
             kw.value for kw in node.keywords if kw.arg in ("sources", "cuda_sources") or _is_list(kw.value, lists)
         ]
         sources = [s for v in values for s in _strings(v, lists)]
-        cuda_sources = [s for s in sources if s.lower().endswith(CUDA_SOURCE)]
+        # a bare suffix (".cu" in a list of file kinds: argparse's default=[".c", ".cu", ...]) names no file
+        cuda_sources = [s for s in sources if s.lower().endswith(CUDA_SOURCE) and s.lower() not in CUDA_SOURCE]
         if not cuda_sources and not keywords & set(CUDA_KEYWORDS):
             continue
         name = next(
@@ -264,6 +265,61 @@ def _record(
     )
 
 
+def _is_none_test(test: ast.expr) -> ast.expr | None:
+    """The expression ``test`` checks for None (``x is None``, ``x is not None``, ``x == None``,
+    ``not x``, a bare ``x``), or None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return test.left
+    return test if isinstance(test, (ast.Name, ast.Attribute)) else None
+
+
+def _none_checked(tree: ast.Module, names: dict[str, str]) -> dict[int, int]:
+    """id of each CUDA_HOME read that the code tests for None -> the test's line: the read in an
+    ``if``'s test itself, a read assigned to a name that a later ``if`` of the same function tests
+    (``cuda_home = CUDA_HOME`` then ``if cuda_home is None:``), and the reads in the body of such an
+    ``if`` that is true where CUDA_HOME is None (DeepSpeed's env_report prints it there)."""
+    found: dict[int, int] = {}
+    scopes = [tree] + [n for n in nodes(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for scope in scopes:
+        aliases: dict[str, list[ast.expr]] = {}
+        for stmt in ast.walk(scope):
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, (ast.Name, ast.Attribute))
+                and qualify(stmt.value, names) == CUDA_HOME
+            ):
+                aliases.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        for stmt in ast.walk(scope):
+            if not isinstance(stmt, (ast.If, ast.While, ast.IfExp)):
+                continue
+            tested = _is_none_test(stmt.test)
+            if tested is None:
+                continue
+            if qualify(tested, names) == CUDA_HOME:
+                found.setdefault(id(tested), stmt.test.lineno)
+            elif isinstance(tested, ast.Name) and tested.id in aliases:
+                for read in aliases[tested.id]:
+                    found.setdefault(id(read), stmt.test.lineno)
+            else:
+                continue
+            body = stmt.body if isinstance(stmt.body, list) else [stmt.body]
+            for part in body:
+                for n in ast.walk(part):
+                    if isinstance(n, (ast.Name, ast.Attribute)) and qualify(n, names) == CUDA_HOME:
+                        found.setdefault(id(n), stmt.test.lineno)
+    return found
+
+
 def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> list[Record]:
     """TP205 findings of one file: CUDA builds, CUDA_HOME uses, nvcc flags."""
     records: list[Record] = []
@@ -287,18 +343,23 @@ def build_records(tree: ast.Module, names: dict[str, str], lines: list[str]) -> 
         records.append(
             _record(lines, node, api, f"{what}; an NPU machine has no CUDA compiler and no CUDA runtime", NPU_ROUTE)
         )
+    checked = _none_checked(tree, names) if any("CUDA_HOME" in line for line in lines) else {}
     for node in nodes(tree):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             if qualify(node, names) == CUDA_HOME:
-                records.append(
-                    _record(
-                        lines,
-                        node,
-                        CUDA_HOME,
-                        "CUDA_HOME is None where CUDA is not installed; code that needs it stops on an NPU machine",
-                        "test for torch_npu instead; " + NPU_ROUTE,
-                    )
+                record = _record(
+                    lines,
+                    node,
+                    CUDA_HOME,
+                    "CUDA_HOME is None where CUDA is not installed; code that needs it stops on an NPU machine",
+                    "test for torch_npu instead; " + NPU_ROUTE,
                 )
+                if id(node) in checked:
+                    record.level = "note"
+                    record.message += (
+                        f" (the code tests it for None at line {checked[id(node)]}: it reads a missing CUDA)"
+                    )
+                records.append(record)
         elif isinstance(node, ast.Dict):
             for key in node.keys:
                 if isinstance(key, ast.Constant) and key.value == "nvcc":

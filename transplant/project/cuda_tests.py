@@ -179,9 +179,18 @@ def _cuda_build(node: ast.AST) -> bool:
     )
 
 
+def _cuda_build_test(test: ast.expr) -> bool:
+    """``torch.version.cuda``, alone or as one term of an ``and`` chain (``if torch_available and
+    torch.version.cuda is not None:``, DeepSpeed's setup.py): the test is false in an NPU host's torch."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_cuda_build(v) for v in test.values)
+    return _cuda_build(test)
+
+
 def cuda_build_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
     """(first line, last line, the test's line) of code that runs only with a CUDA build of torch:
-    what follows ``torch.version.cuda`` in an ``and`` chain, the body of ``if torch.version.cuda:``."""
+    what follows ``torch.version.cuda`` in an ``and`` chain, the body of ``if torch.version.cuda:``
+    (or of an ``if`` whose ``and`` chain has it)."""
     spans = []
     for node in ast.walk(tree):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
@@ -189,7 +198,7 @@ def cuda_build_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
             if at is not None and at + 1 < len(node.values):
                 rest = node.values[at + 1 :]
                 spans.append((rest[0].lineno, max(v.end_lineno or v.lineno for v in rest), node.values[at].lineno))
-        elif isinstance(node, (ast.If, ast.While)) and _cuda_build(node.test) and node.body:
+        elif isinstance(node, (ast.If, ast.While)) and _cuda_build_test(node.test) and node.body:
             spans.append((node.body[0].lineno, max(b.end_lineno or b.lineno for b in node.body), node.test.lineno))
     return spans
 

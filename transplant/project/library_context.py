@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..records import CODES, Record
 from .pynames import nodes
@@ -60,7 +60,16 @@ def _falls_back(handler: ast.ExceptHandler) -> bool:
     """Does the except clause let the program go on without the library: it binds something (the
     names, ``X = None``, a flag, another import) and neither raises nor exits? A clause that only
     logs, or stops the program (``sys.exit(-1)``), makes the import required."""
-    binds = False
+    binds = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Global)
+    return _quiet(handler) and any(isinstance(node, binds) for node in ast.walk(handler))
+
+
+def _span(node: ast.stmt | ast.excepthandler) -> range:
+    return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+
+
+def _quiet(handler: ast.ExceptHandler) -> bool:
+    """Does the except clause neither raise nor exit?"""
     for node in ast.walk(handler):
         if isinstance(node, ast.Raise):
             return False
@@ -69,29 +78,52 @@ def _falls_back(handler: ast.ExceptHandler) -> bool:
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             if name in _ENDS:
                 return False
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Global)):
-            binds = True
-    return binds
+    return True
 
 
-def _span(node: ast.stmt | ast.excepthandler) -> range:
-    return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+def _bound(stmts: Sequence[ast.stmt]) -> set[str]:
+    """The names the import statements ``stmts`` bind."""
+    names: set[str] = set()
+    for stmt in stmts:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+    return names
 
 
-def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
+def _used_outside(tree: ast.Module, body: list[ast.stmt], names: set[str]) -> bool:
+    """Is one of ``names`` read anywhere but in ``body`` (a try's body)?"""
+    inside = {id(n) for stmt in body for n in ast.walk(stmt)}
+    return any(isinstance(n, ast.Name) and n.id in names and id(n) not in inside for n in ast.walk(tree))
+
+
+def optional_import_lines(tree: ast.Module) -> tuple[set[int], set[int], set[int]]:
     """(lines of import statements in a ``try:`` body that an except clause for ImportError guards,
-    lines of those except clauses: ``causal_conv1d_fn = None`` there rebinds the name, it uses nothing)."""
+    lines of those except clauses: ``causal_conv1d_fn = None`` there rebinds the name, it uses nothing,
+    lines of those try bodies: what runs there runs only where the import succeeded). The clause
+    guards where it falls back, or where it only passes or logs and nothing outside the try's body
+    reads what the import binds (DeepSpeed's ``try: import apex ... except ImportError: pass``)."""
     imports: set[int] = set()
     handlers: set[int] = set()
+    bodies: set[int] = set()
     for node in nodes(tree):
-        if isinstance(node, ast.Try) and any(_catches_import_error(h) and _falls_back(h) for h in node.handlers):
-            found = [stmt for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
-            for stmt in found:
-                imports.update(_span(stmt))
-            if found:
-                for handler in node.handlers:
-                    handlers.update(_span(handler))
-    return imports, handlers
+        if not isinstance(node, ast.Try):
+            continue
+        found = [stmt for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
+        if not found:
+            continue
+        catching = [h for h in node.handlers if _catches_import_error(h)]
+        if not any(_falls_back(h) for h in catching) and not (
+            catching and all(_quiet(h) for h in catching) and not _used_outside(tree, node.body, _bound(found))
+        ):
+            continue
+        for stmt in found:
+            imports.update(_span(stmt))
+        for line_stmt in node.body:
+            bodies.update(_span(line_stmt))
+        for handler in node.handlers:
+            handlers.update(_span(handler))
+    return imports, handlers, bodies
 
 
 def adjust(
@@ -112,7 +144,7 @@ def adjust(
     tree = parse(data)
     if tree is None:
         return records
-    optional, handlers = optional_import_lines(tree) if b"try" in data else (set(), set())
+    optional, handlers, bodies = optional_import_lines(tree) if b"try" in data else (set(), set(), set())
     imports = {
         line
         for node in nodes(tree)
@@ -137,8 +169,18 @@ def adjust(
         out.append(r)
     optional_apis = {r.api for r in out if r.line in optional} - {r.api for r in out if r.line in imports - optional}
     out = [r for r in out if not (r.line in handlers and r.api in optional_apis and r.code == CODES["library"])]
+    after = bodies - imports
     return [
         dataclasses.replace(
+            r,
+            level="note",
+            message=f"{r.message} (in the try body of its optional import: it runs only where the import succeeded)",
+        )
+        if r.level in ("error", "warning")
+        and r.line in after
+        and _under(r.api, optional_apis)
+        and r.code in (CODES["library"], CODES["custom_op"])
+        else dataclasses.replace(
             r,
             level="warning",
             message=f"{r.message} (imported optionally above: check that "

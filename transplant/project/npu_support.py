@@ -36,6 +36,9 @@ _PYTHON = (
 )
 _REQUIREMENT = re.compile(rb"(?im)^[^#\n]*?(?<![\w-])torch[_-]npu\b")
 MAX_BYTES = 1 << 20
+# the end of the note on a multi-backend helper with no NPU arm (engine/multi_backend.py), which
+# variants.py reads: where the project keeps its NPU versions as modules, no arm is wanted
+NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
 
 
 def python_evidence(data: bytes) -> tuple[int, str] | None:

@@ -54,7 +54,7 @@ def settle(items: Sequence[_Holder], path: Callable[[Any], str], read: Callable[
     conversion, an Outcome of --check on a folder), ``path`` giving its path."""
     from .variants import settle_variants  # images for other accelerators, CI configuration
 
-    settle_variants(items, path)
+    settle_variants(items, path, read)
     if read is not None:
         from .plugins import settle_plugins  # vllm where the project installs vllm-ascend
 

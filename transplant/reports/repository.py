@@ -57,7 +57,7 @@ UNSUPPORTED_COLUMNS = (
     Column("Line", 8, lambda row: row.first.line),
     Column("Converted line", 10, lambda row: row.converted_line),
     Column("Column", 8, lambda row: row.first.col),
-    Column("API", 28, lambda row: row.first.api, wrap=True),
+    Column("API", 28, lambda row: row.api, wrap=True),
     Column("Level", 9, lambda row: row.first.level),
     Column("Message", 48, lambda row: row.message, wrap=True),
     Column("Suggestion", 48, lambda row: row.first.suggestion, wrap=True),
