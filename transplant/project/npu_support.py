@@ -49,6 +49,24 @@ def python_evidence(data: bytes) -> tuple[int, str] | None:
     return None
 
 
+def evidence(rel: str, data: bytes) -> str:
+    """ "rel:line: why" where the project file ``rel`` (relative, with "/") with the bytes ``data`` shows
+    that its project runs on NPU, or "": a Python source (a setup.py by its requirements too) or a
+    dependency file. The one test of a file, for the project scan and for the single-file modes
+    (roots.py), so both find the same evidence."""
+    from .triton import is_dependency_file
+
+    if rel.lower().endswith((".py", ".pyw")):
+        found = python_evidence(data)
+        if found is None and rel.rsplit("/", 1)[-1] == "setup.py":
+            found = requirement_evidence(rel, data)
+    elif is_dependency_file(rel):
+        found = requirement_evidence(rel, data)
+    else:
+        return ""
+    return f"{rel}:{found[0]}: {found[1]}" if found is not None else ""
+
+
 def requirement_evidence(rel: str, data: bytes) -> tuple[int, str] | None:
     """(line, why) where the dependency file ``rel`` (requirements, pyproject, setup.cfg) names torch_npu."""
     m = _REQUIREMENT.search(data) if b"npu" in data else None
