@@ -36,6 +36,7 @@ from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
 from .cuda_methods import cuda_method_keeps
 from .own_device import own_device_strings
+from .cuda_modules import cuda_module_keeps
 from .tf_children import tf_child_keeps, tf_programs
 from .passed_options import option_locals
 from .multi_backend import OTHER_BYTES, helper_regions
@@ -225,6 +226,8 @@ def _regions(
         kept.setdefault(node_id, why)  # CUDA_VISIBLE_DEVICES set for a TensorFlow child process
     for node_id, why in cuda_method_keeps(module, text).items():
         kept.setdefault(node_id, why)  # torch.cuda.cudart().cudaHostRegister(...): CUDA's own method
+    for node_id, why in cuda_module_keeps(module, text, rules).items():
+        kept.setdefault(node_id, why)  # a module that imports CuPy at its top level: CUDA code as a whole
     for node_id, why in own_device_strings(module, text, rules).items():
         kept.setdefault(node_id, why)  # a simulator's device (own_device.py): it runs on its own NVIDIA GPU
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():
