@@ -36,6 +36,7 @@ from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
 from .cuda_methods import cuda_method_keeps
 from .own_device import own_device_strings
+from .legacy_calls import legacy_fallbacks
 from .cuda_modules import cuda_module_keeps
 from .tf_children import tf_child_keeps, tf_programs
 from .passed_options import option_locals
@@ -196,6 +197,8 @@ class _Regions:
     text: bytes  # the whole source, folded statements too
     accepted: dict[int, cst.CSTNode]  # collections of accepted device names: "npu" added (device_names.py)
     passed: dict  # values the project's scripts and configs pass (project/passed.py)
+    fallbacks: dict[int, str]  # callees of the calls an older torch falls back to (legacy_calls.py)
+    project_npu: str  # where the project shows that it runs on NPU (project/npu_support.py), or ""
 
 
 def _regions(
@@ -240,7 +243,17 @@ def _regions(
     accepted = accepted_names(module, text)  # collections of accepted names: "npu" added, "cuda" kept
     if accepted:
         convert_strings -= {id(el.value) for n in accepted.values() for el in getattr(n, "elements", ())}
-    return _Regions(npu_kept, kept, quiet | keep_strings, convert_strings, text, accepted, dict(project.passed_values))
+    return _Regions(
+        npu_kept,
+        kept,
+        quiet | keep_strings,
+        convert_strings,
+        text,
+        accepted,
+        dict(project.passed_values),
+        legacy_fallbacks(module, text),
+        project.npu_support,
+    )
 
 
 def _convert_once(
@@ -318,6 +331,7 @@ def _rewrite(
     conv = Converter(module, rules, bindings, excluded, flow_of(facts.text))
     conv.kept, conv.kept_quiet, conv.force_devices = facts.kept, facts.quiet, facts.convert_strings  # (read only)
     conv.passed = facts.passed  # (read only)
+    conv.fallbacks, conv.project_npu = facts.fallbacks, facts.project_npu
     conv.passed_locals = option_locals(facts.text) if facts.passed else {}
     conv.accepted_names = set(facts.accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members

@@ -31,6 +31,17 @@ _NAMES = {"hip": "ROCm", "rocm": "ROCm", "rocr": "ROCm", "xpu": "XPU", "npu": "N
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 HELPER = "a helper that already chooses among backends"
 NO_NPU_ARM = "it has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)"
+# a call that answers for CUDA when it is given no device, in a project that runs on several backends
+PASS_DEVICE = "pass the device type the project runs on (its accelerator's device name) by hand"
+
+
+def neutral_default(evidence: str) -> str:
+    """Why a device-less call (``torch.is_autocast_enabled()``) keeps its spelling in a project that
+    runs on NPU (``evidence``): "npu" written in would take the answer away from its other backends."""
+    return (
+        f"the call names no device, in a project that runs on NPU and other backends ({evidence}): a fixed "
+        f'"npu" would make it answer for the NPU on every host; {PASS_DEVICE}'
+    )
 
 
 def _backend(node: cst.CSTNode) -> str:
