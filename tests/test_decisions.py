@@ -414,11 +414,18 @@ def test_the_helpers_of_a_project_on_npu_stay(multibackend_result: Path):
     assert "activities = [torch_npu.profiler.ProfilerActivity.CPU]" in train
     notes = _sheet_tsv(multibackend_result, "Unsupported")
     # both CUDA_VISIBLE_DEVICES, and torch.cuda chosen beside torch.npu: kept, not errors; pin_visible
-    # has a ROCm arm and no NPU arm of its own: a warning, to add one by hand where it is needed
-    assert notes.count("a helper that already chooses among backends") == 3
+    # has a ROCm arm and calls visible_devices_variable(), which has the NPU arm (a note); so does
+    # launch.export_devices, through the same function imported from device.py under another name;
+    # launch.export_and_release calls only memory.release, which names no NPU: a warning, to add one
+    assert notes.count("a helper that already chooses among backends") == 5
     assert "\terror\t" not in notes
-    (warning,) = [row for row in notes.splitlines() if "\twarning\t" in row]
-    assert warning.startswith("pkg/device.py\t33\t") and warning.endswith(
+    rows = notes.splitlines()
+    (pin,) = [row for row in rows if row.startswith("pkg/device.py\t33\t")]
+    assert "\tnote\t" in pin and "its NPU arm is in visible_devices_variable(), which it calls" in pin
+    (export,) = [row for row in rows if row.startswith("pkg/launch.py\t13\t")]
+    assert "\tnote\t" in export and "its NPU arm is in pkg/device.py: visible_devices_variable()" in export
+    (warning,) = [row for row in rows if "\twarning\t" in row]
+    assert warning.startswith("pkg/launch.py\t21\t") and warning.endswith(
         "has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)\t\t1\t"
     )
 

@@ -41,7 +41,7 @@ def test_each_file_alone_converts_as_in_its_repository(project: Path, tmp_path: 
 
     result = convert_project(project, tmp_path / "out")
     files = sorted(p for p in project.rglob("*.py"))
-    assert len(files) == 7
+    assert len(files) == 8
     for path in files:
         rel = path.relative_to(project)
         outcome = _alone(path)

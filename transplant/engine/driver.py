@@ -36,6 +36,8 @@ from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
 from .cuda_methods import cuda_method_keeps
 from .own_device import own_device_strings
+from .npu_arms import arms_elsewhere
+from ..project.modules import on_disk
 from .legacy_calls import legacy_fallbacks
 from .cuda_modules import cuda_module_keeps
 from .tf_children import tf_child_keeps, tf_programs
@@ -139,7 +141,9 @@ def _convert_source(
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
             module = timed("parse", parse_chunks, skel.text, skel.tops)  # a long one in pieces (chunks.py)
-            result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts, children=children)
+            result = _convert(
+                module, rules, skip, skel, stars=stars, guards=guards, project=facts, children=children, path=path
+            )
         except (Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
@@ -153,6 +157,7 @@ def _convert_source(
             guards=guards,
             project=facts,
             children=children,
+            path=path,
         )
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
@@ -171,12 +176,13 @@ def _convert(
     guards: Guards | None = None,
     project: ProjectFacts = NO_FACTS,
     children: frozenset[str] = frozenset(),
+    path: str = "",
 ) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
     so are the changes inside what ``guards`` keeps. ``project``: the facts of the file's project."""
     text = source if skel is None else skel.text
-    facts = timed("regions", _regions, module, rules, skel, text, project, children)  # the same for every attempt
+    facts = timed("regions", _regions, module, rules, skel, text, project, children, path)  # the same for every attempt
     excluded: set[int] = set()
     for _attempt in range(4):
         result, hit = _convert_once(module, rules, excluded, skip, skel, text, stars=stars, guards=guards, facts=facts)
@@ -208,6 +214,7 @@ def _regions(
     source: bytes | None,
     project: ProjectFacts = NO_FACTS,
     children: frozenset[str] = frozenset(),
+    path: str = "",
 ) -> _Regions:
     """The read-only analyses of ``module``, in one walk of it (traverse.py), with what the project
     says of it (its NPU registries, the values its scripts pass)."""
@@ -220,7 +227,9 @@ def _regions(
     if visitors:
         walk(module, visitors)
     npu_kept, quiet = kept_result(finder, module)  # code that already handles NPU
-    for node_id, why in helper_regions(module, text, project.npu_support).items():
+    origin = on_disk(project.root, path) if project.npu_support and path else ""
+    elsewhere = arms_elsewhere(module, origin, project.root) if origin else None
+    for node_id, why in helper_regions(module, text, project.npu_support, elsewhere).items():
         npu_kept.setdefault(node_id, why)  # multi-backend helpers of a project that runs on NPU
     kept = dict(npu_kept)
     for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():

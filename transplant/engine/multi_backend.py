@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import re
 
+from typing import Callable
+
 import libcst as cst
 
+from .cst_util import dotted_parts
 from .traverse import children, descendants
 
 # another accelerator than CUDA, as a word of an identifier or a string: cheap pre-check on bytes first
@@ -56,6 +59,12 @@ def _backend(node: cst.CSTNode) -> str:
     return _NAMES[m.group(1).lower()] if m is not None else ""
 
 
+def backend_of_text(text: str, *, string: bool) -> str:
+    """The other backend an identifier (``string`` False) or a string's text names, or ""."""
+    m = (_STRING if string else _IDENTIFIER).search(text)
+    return _NAMES[m.group(1).lower()] if m is not None else ""
+
+
 def _docstring(stmt: cst.CSTNode) -> bool:
     return (
         isinstance(stmt, cst.SimpleStatementLine)
@@ -88,18 +97,24 @@ def _test_backends(test: cst.CSTNode) -> set[str]:
     return {b for b in (_backend(n) for n in descendants(test)) if b}
 
 
-def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, str]:
+def helper_regions(
+    module: cst.Module, text: bytes, evidence: str, elsewhere: Callable[[str], str] | None = None
+) -> dict[int, str]:
     """id of every node of the multi-backend helpers of ``module`` -> why it stays (empty unless the
-    project runs on NPU, ``evidence`` saying where that shows, and ``text`` names another backend)."""
+    project runs on NPU, ``evidence`` saying where that shows, and ``text`` names another backend).
+    ``elsewhere``: where the project function a helper calls by that spelling (an imported name) has
+    an NPU arm ("file: function"), or "" (npu_arms.py)."""
     if not evidence or OTHER_BYTES.search(text) is None:
         return {}
     regions: list[tuple[cst.CSTNode, set[str]]] = []
+    functions: dict[str, set[str]] = {}  # the backends each function of the module names itself
     pending: list[cst.CSTNode] = [module]
     while pending:
         scope = pending.pop()
         if isinstance(scope, cst.FunctionDef):
             names: set[str] = set()
             pending += _own_backends([scope.body], names)
+            functions.setdefault(scope.name.value, set()).update(names)
             if names:
                 regions.append((scope, names))
             continue
@@ -125,10 +140,28 @@ def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, 
             f"in a project that runs on NPU ({evidence}); its CUDA arm is what CUDA hosts run"
         )
         if "NPU" not in names:  # FastChat's CUDA_VISIBLE_DEVICES and XPU_VISIBLE_DEVICES, set side by side
-            why += f"; {NO_NPU_ARM}"
+            arm = _arm_in_callee(region, functions, elsewhere)
+            why += f"; its NPU arm is in {arm}, which it calls" if arm else f"; {NO_NPU_ARM}"
         for node in descendants(region):
             kept.setdefault(id(node), why)
     return kept
+
+
+def _arm_in_callee(region: cst.CSTNode, functions: dict[str, set[str]], elsewhere: Callable[[str], str] | None) -> str:
+    """The project function the helper ``region`` calls that names NPU itself: "name()" of this module,
+    or where ``elsewhere`` finds it; "" when none does."""
+    for node in descendants(region):
+        if not isinstance(node, cst.Call):
+            continue
+        parts = dotted_parts(node.func)
+        if not parts:
+            continue
+        if len(parts) == 1 and "NPU" in functions.get(parts[0], ()):
+            return f"{parts[0]}()"
+        found = elsewhere(".".join(parts)) if elsewhere is not None else ""
+        if found:
+            return found
+    return ""
 
 
 def _chain_tests(stmt: cst.CSTNode) -> list[cst.BaseExpression]:
