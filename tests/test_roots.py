@@ -101,3 +101,17 @@ def test_standard_input_with_a_file_name_uses_its_project(project: Path):
     assert named.stdout == data  # kept as repository mode keeps it
     unnamed = run_module("-", input=data)
     assert unnamed.stdout != data
+
+
+def test_the_language_server_converts_a_document_with_its_projects_fact(project: Path):
+    pytest.importorskip("pygls")
+    from transplant.lsp.server import build_server
+
+    server = build_server()
+    path = project / "train.py"
+    facts = server.session_for(path.as_uri()).facts
+    assert facts.npu_support.startswith("pkg/device.py:")
+    loose = project.parent / "loose.py"  # outside the project: no root of its own above it
+    loose.write_text("import torch\n")
+    if not project_root(str(loose)):
+        assert server.session_for(loose.as_uri()).facts.npu_support == ""
