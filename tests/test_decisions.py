@@ -641,6 +641,18 @@ def test_a_device_less_call_converts_in_a_project_without_npu():
     assert b'torch.is_autocast_enabled("npu")' in conv.new and b'device_type="npu"' in conv.new
 
 
+def test_a_device_less_call_beside_cuda_code_converts_with_it_in_a_project_on_npu():
+    """verl's attention: ``if torch.is_autocast_enabled(): dtype = torch.get_autocast_gpu_dtype()`` is
+    CUDA code: the test converts with the query it guards, one decision."""
+    from transplant.project import ProjectFacts
+
+    facts = ProjectFacts(npu_support="requirements.txt:3: ships NPU requirements (torch_npu)")
+    source = DEVICE_LESS.replace(b"return engine.autocast()", b"return torch.get_autocast_gpu_dtype()")
+    conv = convert(source, cached_ruleset(pytorch_version="2.12"), facts=facts)
+    assert conv.new is not None
+    assert b'if torch.is_autocast_enabled("npu"):\n        return torch_npu.npu.get_autocast_dtype()' in conv.new
+
+
 # ---- a module that adapts another accelerator's library (project/other_backends.py): DeepSpeed's
 # comm/mori.py runs AMD's MORI on ROCm hosts only; converting its CUDA names changes code an NPU never runs
 

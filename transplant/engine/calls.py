@@ -337,7 +337,7 @@ class CallHandlers(State):
                     changed = True
         if rule is not None and rule.get("default_cuda") and not given:
             why = self.fallbacks.get(id(call.func), "") or (
-                neutral_default(self.project_npu) if self.project_npu else ""
+                neutral_default(self.neutral_npu) if self.neutral_npu else ""
             )
             if why:  # an older torch's spelling (legacy_calls.py), or a project on several backends
                 self._kept_note(call.func, "device defaults to cuda: pass 'npu'", rule["func_name"], why)

@@ -204,7 +204,12 @@ class _Regions:
     accepted: dict[int, cst.CSTNode]  # collections of accepted device names: "npu" added (device_names.py)
     passed: dict  # values the project's scripts and configs pass (project/passed.py)
     fallbacks: dict[int, str]  # callees of the calls an older torch falls back to (legacy_calls.py)
-    project_npu: str  # where the project shows that it runs on NPU (project/npu_support.py), or ""
+    # where the project shows that it runs on NPU (project/npu_support.py), for a file that names neither
+    # CUDA nor a GPU (its device-less calls are the project's backend-neutral code), or ""
+    neutral_npu: str
+
+
+_CUDA_WORD = re.compile(rb"(?i)cuda|gpu")  # a file that says neither is backend-neutral code
 
 
 def _regions(
@@ -261,7 +266,7 @@ def _regions(
         accepted,
         dict(project.passed_values),
         legacy_fallbacks(module, text),
-        project.npu_support,
+        project.npu_support if _CUDA_WORD.search(text) is None else "",
     )
 
 
@@ -340,7 +345,7 @@ def _rewrite(
     conv = Converter(module, rules, bindings, excluded, flow_of(facts.text))
     conv.kept, conv.kept_quiet, conv.force_devices = facts.kept, facts.quiet, facts.convert_strings  # (read only)
     conv.passed = facts.passed  # (read only)
-    conv.fallbacks, conv.project_npu = facts.fallbacks, facts.project_npu
+    conv.fallbacks, conv.neutral_npu = facts.fallbacks, facts.neutral_npu
     conv.passed_locals = option_locals(facts.text) if facts.passed else {}
     conv.accepted_names = set(facts.accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members

@@ -67,7 +67,7 @@ class State(cst.CSTTransformer):
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
         self.fallbacks: dict[int, str] = {}  # callees of calls an older torch falls back to (legacy_calls.py)
-        self.project_npu = ""  # where the project shows that it runs on NPU (project/npu_support.py)
+        self.neutral_npu = ""  # where the project shows that it runs on NPU, for a file naming neither CUDA nor GPU
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
