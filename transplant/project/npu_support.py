@@ -21,18 +21,25 @@ from __future__ import annotations
 
 import re
 
-# (pattern, what it says): checked in this order, on Python files that name npu
+# (bytes each match holds, pattern, what it says): checked in this order, on Python files that name npu
+# (the bytes first: "npu" is in every "input", and a pattern searched at each "try:" of a file is slow)
 _PYTHON = (
     (
+        b"torch_npu",
         re.compile(rb"\btry:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]+import[ \t]+torch_npu\b"),
         "imports torch_npu behind its own availability check (try/except ImportError)",
     ),
     (
+        b"torch_npu",
         re.compile(rb"""\bfind_spec\(\s*['"]torch_npu['"]"""),
         "imports torch_npu behind its own availability check (find_spec)",
     ),
-    (re.compile(rb"\bdef[ \t]+is_\w*npu\w*_available\b"), "defines an NPU availability helper"),
-    (re.compile(rb"""['"]ASCEND_RT_VISIBLE_DEVICES['"]"""), "chooses the NPU's visible-devices variable"),
+    (b"_available", re.compile(rb"\bdef[ \t]+is_\w*npu\w*_available\b"), "defines an NPU availability helper"),
+    (
+        b"ASCEND_RT_VISIBLE_DEVICES",
+        re.compile(rb"""['"]ASCEND_RT_VISIBLE_DEVICES['"]"""),
+        "chooses the NPU's visible-devices variable",
+    ),
 )
 _REQUIREMENT = re.compile(rb"(?im)^[^#\n]*?(?<![\w-])torch[_-]npu\b")
 MAX_BYTES = 1 << 20
@@ -42,8 +49,8 @@ def python_evidence(data: bytes) -> tuple[int, str] | None:
     """(line, why) of the first sign in the Python source ``data`` that its project supports NPU."""
     if b"npu" not in data:
         return None
-    for pattern, why in _PYTHON:
-        m = pattern.search(data)
+    for word, pattern, why in _PYTHON:
+        m = pattern.search(data) if word in data else None
         if m is not None:
             return data.count(b"\n", 0, m.end()) + 1, why
     return None
