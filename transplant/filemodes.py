@@ -139,9 +139,10 @@ def _convert_target(session: Session, job: tuple[Target, bool]) -> Outcome:
         outcome.error = f"cannot read: {exc.strerror}"
         return outcome
     outcome.stamp = (st.st_size, st.st_mtime_ns)
-    facts = with_project_fact(session.facts, target.path)  # the fact repository mode finds (roots.py)
-    if facts is not session.facts:
-        session = dataclasses.replace(session, facts=facts)
+    if not session.prefilter or session.rules.may_match(data):  # (else the project's facts change nothing)
+        facts = with_project_fact(session.facts, target.path)  # the facts repository mode finds (roots.py)
+        if facts is not session.facts:
+            session = dataclasses.replace(session, facts=facts)
     try:
         with noted_if_slow(session.slow_note, target.display, data):
             result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
