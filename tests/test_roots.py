@@ -12,7 +12,7 @@ from transplant import filemodes
 from transplant.config import RuleOptions
 from transplant.filetypes import file_kind
 from transplant.project import NO_FACTS
-from transplant.roots import project_root, root_facts, with_project_fact
+from transplant.roots import npu_support_at, project_root, with_project_fact
 
 MULTI = FIXTURES / "projects" / "multibackend"
 
@@ -84,9 +84,9 @@ def test_nothing_outside_the_root_counts(tmp_path: Path):
     inner.mkdir()
     (inner / "pyproject.toml").write_text("[project]\nname = 'inner'\n")
     (inner / "m.py").write_text("import torch\n")
-    assert root_facts(str(inner.resolve())).npu_support == ""
+    assert npu_support_at(str(inner.resolve())) == ""
     assert with_project_fact(NO_FACTS, str(inner / "m.py")) is NO_FACTS
-    assert root_facts(str(tmp_path.resolve())).npu_support == "requirements.txt:1: ships NPU requirements (torch_npu)"
+    assert npu_support_at(str(tmp_path.resolve())) == "requirements.txt:1: ships NPU requirements (torch_npu)"
     (tmp_path / "m.py").write_text("import torch\n")
     facts = with_project_fact(NO_FACTS, str(tmp_path / "m.py"))
     assert facts.npu_support.startswith("requirements.txt:1:")

@@ -8,15 +8,15 @@ beside its NPU twin (project/twins.py), found from the root's file names. Owns f
 root (the nearest folder, from the file's own up, that holds ``pyproject.toml``, ``setup.py``,
 ``setup.cfg``, a ``requirements*.txt`` or ``.git``; at most ``MAX_UP`` folders up) and the fact of that
 root, computed once per process from the files repository mode would convert there (the same walk and
-the same test of each file, ``npu_support.evidence``), so that the evidence, and the decision, are the
-ones ``transplant -i ROOT`` makes. Nothing outside the root is read; at most ``MAX_FILES`` files are.
+the same test of each file, ``npu_support.evidence``, until the first sign), so that the evidence, and
+the decision, are the ones ``transplant -i ROOT`` makes. Nothing outside the root is read; at most
+``MAX_FILES`` files are. A twin is always in its file's folder: that folder is listed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from .filekinds import small_enough
 from .filetypes import file_kind
 from .project import MAX_SCAN_BYTES, ProjectFacts
 from .project.npu_support import evidence
+from .project import twins as _twins
 from .project.twins import twins
 from .walk import walk
 
@@ -52,33 +53,33 @@ def project_root(path: str) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class RootFacts:
-    """What repository mode on a project root knows that one of its files alone does not."""
-
-    npu_support: str = ""  # "file:line: why", the file relative to the root (project/npu_support.py)
-    twins: tuple[tuple[str, str], ...] = ()  # CUDA Python files beside their NPU twin, relative (project/twins.py)
-
-
 @lru_cache(maxsize=64)
-def root_facts(root: str) -> RootFacts:
-    """The facts of the project at ``root``: the files repository mode would convert there, in its order,
-    read until the first sign that the project runs on NPU (names only after that)."""
-    found = ""
-    python: list[str] = []
+def npu_support_at(root: str) -> str:
+    """Where the project at ``root`` shows that it runs on NPU ("file:line: why", the file relative to
+    ``root``), or "": the files repository mode would convert there, in its order, read until the first
+    sign."""
     for count, entry in enumerate(walk(Path(root), lambda message: None, vendored_too=False)):
         if count >= MAX_FILES:
             break
         if entry.kind != "file" or not entry.convert:
             continue
         path = os.path.join(root, entry.rel)
-        if not small_enough(file_kind(entry.rel), path):
-            continue
-        if entry.rel.lower().endswith((".py", ".pyw")):
-            python.append(entry.rel)
-        if not found:
+        if small_enough(file_kind(entry.rel), path):
             found = evidence(entry.rel, _read(path))
-    return RootFacts(found, twins(python))
+            if found:
+                return found
+    return ""
+
+
+def twin_in_folder(path: str) -> str:
+    """The name of the NPU twin of the Python file ``path`` in its own folder (project/twins.py: a twin
+    is always beside its file), or ""."""
+    folder, name = os.path.split(os.path.realpath(path))
+    try:
+        names = [n for n in os.listdir(folder) if n.lower().endswith((".py", ".pyw"))]
+    except OSError:
+        return ""
+    return next((twin for cuda, twin in twins(names) if cuda == name), "")
 
 
 def _read(path: str) -> bytes:
@@ -91,28 +92,26 @@ def _read(path: str) -> bytes:
 
 def with_project_fact(facts: ProjectFacts, path: str) -> ProjectFacts:
     """``facts`` for the file ``path`` (as the mode names it) converted on its own: the project-wide NPU
-    fact of its project root, and its NPU twin there, where a root is found (what repository mode on
+    fact of its project root, and its NPU twin beside it, where a root is found (what repository mode on
     that root decides with), else ``facts`` as they are."""
     if not path or not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         return facts
     root = project_root(path)
     if not root:
         return facts
-    found = root_facts(root)
+    found = npu_support_at(root)
     named = path.replace("\\", "/")
-    rel = os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/")
-    twin = next((other for cuda, other in found.twins if cuda == rel), "")
-    pair = None  # (this file, its twin) as the mode names them: the twin is in the same folder
+    twin = twin_in_folder(path) if _twins.backend(named) else ""
+    pair = None  # (this file, its twin) as the mode names them
     if twin:
         folder = named.rpartition("/")[0]
-        name = twin.rpartition("/")[2]
-        pair = (named, f"{folder}/{name}" if folder else name)
-    if found.npu_support == facts.npu_support and (pair is None or pair in facts.twins):
+        pair = (named, f"{folder}/{twin}" if folder else twin)
+    if found == facts.npu_support and (pair is None or pair in facts.twins):
         return facts
-    key = (id(facts), found.npu_support, pair)
+    key = (id(facts), found, pair)
     kept = _REPLACED.get(key)
     if kept is None or kept[0] is not facts:  # one object per (facts, facts added): the guards' caches key on it
-        more = dataclasses.replace(facts, npu_support=found.npu_support)
+        more = dataclasses.replace(facts, npu_support=found)
         if pair is not None and pair not in facts.twins:
             more = dataclasses.replace(more, twins=tuple(sorted((*facts.twins, pair))))
         kept = _REPLACED[key] = (facts, more)
