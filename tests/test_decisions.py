@@ -11,7 +11,7 @@ import pytest
 
 from test_fixtures import options_of
 from test_invariant import SOURCES
-from conftest import FIXTURES
+from conftest import FIXTURES, cached_ruleset
 from transplant.engine import convert
 from transplant.engine.device_names import BACKEND_NAMES, DEVICE_TYPES
 from transplant.project.pynames import dotted
@@ -414,11 +414,18 @@ def test_the_helpers_of_a_project_on_npu_stay(multibackend_result: Path):
     assert "activities = [torch_npu.profiler.ProfilerActivity.CPU]" in train
     notes = _sheet_tsv(multibackend_result, "Unsupported")
     # both CUDA_VISIBLE_DEVICES, and torch.cuda chosen beside torch.npu: kept, not errors; pin_visible
-    # has a ROCm arm and no NPU arm of its own: a warning, to add one by hand where it is needed
-    assert notes.count("a helper that already chooses among backends") == 3
+    # has a ROCm arm and calls visible_devices_variable(), which has the NPU arm (a note); so does
+    # launch.export_devices, through the same function imported from device.py under another name;
+    # launch.export_and_release calls only memory.release, which names no NPU: a warning, to add one
+    assert notes.count("a helper that already chooses among backends") == 5
     assert "\terror\t" not in notes
-    (warning,) = [row for row in notes.splitlines() if "\twarning\t" in row]
-    assert warning.startswith("pkg/device.py\t33\t") and warning.endswith(
+    rows = notes.splitlines()
+    (pin,) = [row for row in rows if row.startswith("pkg/device.py\t33\t")]
+    assert "\tnote\t" in pin and "its NPU arm is in visible_devices_variable(), which it calls" in pin
+    (export,) = [row for row in rows if row.startswith("pkg/launch.py\t13\t")]
+    assert "\tnote\t" in export and "its NPU arm is in pkg/device.py: visible_devices_variable()" in export
+    (warning,) = [row for row in rows if "\twarning\t" in row]
+    assert warning.startswith("pkg/launch.py\t21\t") and warning.endswith(
         "has no NPU arm: add one beside the others by hand (ASCEND_RT_VISIBLE_DEVICES, torch_npu.npu)\t\t1\t"
     )
 
@@ -596,3 +603,97 @@ def test_a_cuda_runtime_method_keeps_its_call():
     assert "torch.cuda.cudart().cudaHostRegister(" in new and "rt = torch_npu.npu.npurt()" in new
     (note,) = [r for r in conv.records if "named after the CUDA runtime" in r.message]
     assert note.level == "note" and note.line == 5
+
+
+# ---- a call that answers for CUDA when it names no device (issue 31): "npu" is written in, except in a
+# project that runs on NPU and other backends, where it is kept with a warning to pass the project's device
+
+DEVICE_LESS = b"""import torch
+
+
+def autocast_context(engine):
+    if torch.is_autocast_enabled():
+        return engine.autocast()
+    return None
+
+
+def seeded(step):
+    with torch.random.fork_rng(devices=[0]):
+        return step()
+"""
+
+
+def test_a_device_less_call_stays_in_a_project_on_npu():
+    from transplant.engine.multi_backend import PASS_DEVICE
+    from transplant.project import ProjectFacts
+
+    facts = ProjectFacts(npu_support="requirements.txt:3: ships NPU requirements (torch_npu)")
+    conv = convert(DEVICE_LESS, cached_ruleset(pytorch_version="2.10"), facts=facts)
+    assert conv.new is None or b'"npu"' not in conv.new
+    warnings = [r for r in conv.records if r.level == "warning" and r.message.endswith(PASS_DEVICE)]
+    assert sorted(r.line for r in warnings) == [5, 11]
+    assert all("requirements.txt:3" in r.message for r in warnings)
+
+
+def test_a_device_less_call_converts_in_a_project_without_npu():
+    conv = convert(DEVICE_LESS, cached_ruleset(pytorch_version="2.10"))
+    assert conv.new is not None
+    assert b'torch.is_autocast_enabled("npu")' in conv.new and b'device_type="npu"' in conv.new
+
+
+def test_a_device_less_call_beside_cuda_code_converts_with_it_in_a_project_on_npu():
+    """verl's attention: ``if torch.is_autocast_enabled(): dtype = torch.get_autocast_gpu_dtype()`` is
+    CUDA code: the test converts with the query it guards, one decision."""
+    from transplant.project import ProjectFacts
+
+    facts = ProjectFacts(npu_support="requirements.txt:3: ships NPU requirements (torch_npu)")
+    source = DEVICE_LESS.replace(b"return engine.autocast()", b"return torch.get_autocast_gpu_dtype()")
+    conv = convert(source, cached_ruleset(pytorch_version="2.12"), facts=facts)
+    assert conv.new is not None
+    assert b'if torch.is_autocast_enabled("npu"):\n        return torch_npu.npu.get_autocast_dtype()' in conv.new
+
+
+# ---- a module that adapts another accelerator's library (project/other_backends.py): DeepSpeed's
+# comm/mori.py runs AMD's MORI on ROCm hosts only; converting its CUDA names changes code an NPU never runs
+
+ADAPTER = b"""import torch
+
+
+def init():
+    try:
+        import mori.shmem as shmem
+    except ImportError:
+        return None
+    return shmem.init()
+
+
+def allgather(handle, tensor):
+    stream = torch.cuda.current_stream()
+    return handle(tensor.data_ptr(), stream.cuda_stream)
+"""
+
+
+@pytest.mark.parametrize("name", ["comm/mori.py", "comm/mori_allgather.py", "amdsmi_probe.py"])
+def test_another_backends_library_adapter_stays(name: str):
+    from transplant.filetypes import convert_file
+
+    source = ADAPTER if "amdsmi" not in name else ADAPTER.replace(b"import mori.shmem", b"from amdsmi import amdsmi")
+    result = convert_file(name, source, cached_ruleset())
+    assert result.new is None
+    (note,) = result.records
+    assert note.level == "note" and "a ROCm library" in note.message and "never on an NPU" in note.message
+
+
+@pytest.mark.parametrize(
+    "name, source",
+    [
+        ("comm/sdma.py", ADAPTER),  # imports mori, but is not named for it: converts
+        ("comm/mori.py", ADAPTER.replace(b"import mori.shmem as shmem", b"import shmem")),  # named, no import
+        ("comm/memory.py", ADAPTER.replace(b"mori", b"memory")),
+    ],
+)
+def test_a_module_that_is_no_adapter_converts(name: str, source: bytes):
+    from transplant.filetypes import convert_file
+
+    result = convert_file(name, source, cached_ruleset())
+    assert result.new is not None and b"torch_npu.npu.current_stream()" in result.new

@@ -11,6 +11,8 @@ A file goes in at the top and its reports come out at the bottom; each line is a
                                      or in worker processes, results streamed back in order
     stopping.py                      Ctrl-C and SIGTERM: stop at once, end the workers
     filemodes.py                     --check / --diff / --in-place / stdin, for pre-commit and editors
+    roots.py                         a single file's project root and what repository mode would know
+                                     of it there (the NPU fact, NPU twins), for the file modes and LSP
     project/                         the project-wide first pass: custom C++/CUDA operators and their
                                      builds, facts every worker receives
     filekinds.py                     the registry of file kinds: matching, limits, pre-checks, converters

@@ -11,6 +11,7 @@ does not parse). Notes never change the exit status.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import sys
@@ -24,7 +25,8 @@ from .reports.diagnostics import Diagnostic, render
 from .records import Record, internal_error, needs_hand_rewrite
 from .filekinds import detect_kind, labels, small_enough
 from .filetypes import FileResult, convert_named, file_kind
-from .project import gather
+from .project import NO_FACTS, gather
+from .roots import with_project_fact
 from .pool import WORKER_DIED, run_jobs
 from . import slowfiles
 from .session import Session, load_rules
@@ -137,6 +139,10 @@ def _convert_target(session: Session, job: tuple[Target, bool]) -> Outcome:
         outcome.error = f"cannot read: {exc.strerror}"
         return outcome
     outcome.stamp = (st.st_size, st.st_mtime_ns)
+    if not session.prefilter or session.rules.may_match(data):  # (else the project's facts change nothing)
+        facts = with_project_fact(session.facts, target.path)  # the facts repository mode finds (roots.py)
+        if facts is not session.facts:
+            session = dataclasses.replace(session, facts=facts)
     try:
         with noted_if_slow(session.slow_note, target.display, data):
             result, outcome.remaining = convert_named(session, data, target.kind, target.display, after=after)
@@ -402,7 +408,8 @@ def run_stdin(args: Namespace, options: RuleOptions) -> int:
     prefilter = not getattr(args, "no_prefilter", False)
     plain = not (args.check or args.diff)
     try:
-        session = Session(load_rules(options), prefilter=prefilter)
+        facts = with_project_fact(NO_FACTS, name) if args.stdin_filename is not None else NO_FACTS
+        session = Session(load_rules(options), facts, prefilter=prefilter)
         result, remaining = convert_named(session, data, kind, name, after=True)
     except BaseException:
         if plain:

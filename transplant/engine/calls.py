@@ -28,6 +28,7 @@ from .literals import (
     rewrite_device_expr,
 )
 from .device_tests import PREFIX_METHODS
+from .multi_backend import neutral_default
 from .passed_options import passed_as_is
 from .state import State
 
@@ -335,7 +336,12 @@ class CallHandlers(State):
                     args[i] = arg.with_changes(value=new)
                     changed = True
         if rule is not None and rule.get("default_cuda") and not given:
-            if idx == 0:  # torch.amp.GradScaler() means GradScaler("cuda"): say "npu"
+            why = self.fallbacks.get(id(call.func), "") or (
+                neutral_default(self.neutral_npu) if self.neutral_npu else ""
+            )
+            if why:  # an older torch's spelling (legacy_calls.py), or a project on several backends
+                self._kept_note(call.func, "device defaults to cuda: pass 'npu'", rule["func_name"], why)
+            elif idx == 0:  # torch.amp.GradScaler() means GradScaler("cuda"): say "npu"
                 if self.record(call.func, "device", "device defaults to cuda: pass 'npu'", rule, new='"npu"'):
                     first = cst.Arg(cst.SimpleString('"npu"'))
                     if args:

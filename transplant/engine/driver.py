@@ -36,6 +36,10 @@ from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
 from .cuda_methods import cuda_method_keeps
 from .own_device import own_device_strings
+from .npu_arms import arms_elsewhere
+from ..project.modules import on_disk
+from .legacy_calls import legacy_fallbacks
+from .cuda_modules import cuda_module_keeps
 from .tf_children import tf_child_keeps, tf_programs
 from .passed_options import option_locals
 from .cuda_switches import switch_keeps
@@ -139,7 +143,9 @@ def _convert_source(
         check_nesting(skel.text, skel)  # only the skeleton reaches libcst's parser
         try:
             module = timed("parse", parse_chunks, skel.text, skel.tops)  # a long one in pieces (chunks.py)
-            result = _convert(module, rules, skip, skel, stars=stars, guards=guards, project=facts, children=children)
+            result = _convert(
+                module, rules, skip, skel, stars=stars, guards=guards, project=facts, children=children, path=path
+            )
         except (Unfold, cst.ParserSyntaxError):
             result = None  # (a parse error is reported by parsing the whole source)
     if result is None:
@@ -153,6 +159,7 @@ def _convert_source(
             guards=guards,
             project=facts,
             children=children,
+            path=path,
         )
     if result.new is not None and source.endswith(b"\r") and not result.new.endswith(b"\r"):
         # libcst drops a final lone "\r" (old Mac line endings); put it back
@@ -171,12 +178,13 @@ def _convert(
     guards: Guards | None = None,
     project: ProjectFacts = NO_FACTS,
     children: frozenset[str] = frozenset(),
+    path: str = "",
 ) -> Conversion:
     """Convert a parsed module: the skeleton ``skel`` of a source, or (skel None) the source
     ``source`` itself. Records on lines with a skip comment are dropped with what they change, and
     so are the changes inside what ``guards`` keeps. ``project``: the facts of the file's project."""
     text = source if skel is None else skel.text
-    facts = timed("regions", _regions, module, rules, skel, text, project, children)  # the same for every attempt
+    facts = timed("regions", _regions, module, rules, skel, text, project, children, path)  # the same for every attempt
     excluded: set[int] = set()
     for _attempt in range(4):
         result, hit = _convert_once(module, rules, excluded, skip, skel, text, stars=stars, guards=guards, facts=facts)
@@ -197,6 +205,13 @@ class _Regions:
     text: bytes  # the whole source, folded statements too
     accepted: dict[int, cst.CSTNode]  # collections of accepted device names: "npu" added (device_names.py)
     passed: dict  # values the project's scripts and configs pass (project/passed.py)
+    fallbacks: dict[int, str]  # callees of the calls an older torch falls back to (legacy_calls.py)
+    # where the project shows that it runs on NPU (project/npu_support.py), for a file that names neither
+    # CUDA nor a GPU (its device-less calls are the project's backend-neutral code), or ""
+    neutral_npu: str
+
+
+_CUDA_WORD = re.compile(rb"(?i)cuda|gpu")  # a file that says neither is backend-neutral code
 
 
 def _regions(
@@ -206,6 +221,7 @@ def _regions(
     source: bytes | None,
     project: ProjectFacts = NO_FACTS,
     children: frozenset[str] = frozenset(),
+    path: str = "",
 ) -> _Regions:
     """The read-only analyses of ``module``, in one walk of it (traverse.py), with what the project
     says of it (its NPU registries, the values its scripts pass)."""
@@ -218,7 +234,9 @@ def _regions(
     if visitors:
         walk(module, visitors)
     npu_kept, quiet = kept_result(finder, module)  # code that already handles NPU
-    for node_id, why in helper_regions(module, text, project.npu_support).items():
+    origin = on_disk(project.root, path) if project.npu_support and path else ""
+    elsewhere = arms_elsewhere(module, origin, project.root) if origin else None
+    for node_id, why in helper_regions(module, text, project.npu_support, elsewhere).items():
         npu_kept.setdefault(node_id, why)  # multi-backend helpers of a project that runs on NPU
     kept = dict(npu_kept)
     for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():
@@ -229,6 +247,8 @@ def _regions(
         kept.setdefault(node_id, why)  # torch.cuda.cudart().cudaHostRegister(...): CUDA's own method
     for node_id, why in switch_keeps(module, text, project.own_packages).items():
         kept.setdefault(node_id, why)  # MergeOptions(cuda=torch.cuda.is_available()): a library's CUDA switch
+    for node_id, why in cuda_module_keeps(module, text, rules).items():
+        kept.setdefault(node_id, why)  # a module that imports CuPy at its top level: CUDA code as a whole
     for node_id, why in own_device_strings(module, text, rules).items():
         kept.setdefault(node_id, why)  # a simulator's device (own_device.py): it runs on its own NVIDIA GPU
     for node_id, why in registry_keeps(module, text, project.npu_registries).items():
@@ -243,7 +263,17 @@ def _regions(
     accepted = accepted_names(module, text)  # collections of accepted names: "npu" added, "cuda" kept
     if accepted:
         convert_strings -= {id(el.value) for n in accepted.values() for el in getattr(n, "elements", ())}
-    return _Regions(npu_kept, kept, quiet | keep_strings, convert_strings, text, accepted, dict(project.passed_values))
+    return _Regions(
+        npu_kept,
+        kept,
+        quiet | keep_strings,
+        convert_strings,
+        text,
+        accepted,
+        dict(project.passed_values),
+        legacy_fallbacks(module, text),
+        project.npu_support if _CUDA_WORD.search(text) is None else "",
+    )
 
 
 def _convert_once(
@@ -321,6 +351,7 @@ def _rewrite(
     conv = Converter(module, rules, bindings, excluded, flow_of(facts.text))
     conv.kept, conv.kept_quiet, conv.force_devices = facts.kept, facts.quiet, facts.convert_strings  # (read only)
     conv.passed = facts.passed  # (read only)
+    conv.fallbacks, conv.neutral_npu = facts.fallbacks, facts.neutral_npu
     conv.passed_locals = option_locals(facts.text) if facts.passed else {}
     conv.accepted_names = set(facts.accepted)
     conv.folds = skel.folds if skel is not None else []  # folded statements still define class members

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import re
 
+from typing import Callable
+
 import libcst as cst
 
 from ..project.npu_support import NO_NPU_ARM
+from .cst_util import dotted_parts
 from .traverse import children, descendants
 
 # another accelerator than CUDA, as a word of an identifier or a string: cheap pre-check on bytes first
@@ -39,6 +42,17 @@ _DEF = re.compile(rb"\bdef[ \t]+(\w+)")
 _CUDA_WORD = re.compile(r"(?:^|_)(cuda|gpu)(?:_|$)")
 _TWIN_WORDS = ("npu", "xpu", "hpu", "mlu", "musa", "mps", "tpu", "xla", "rocm", "hip")
 HELPER = "a helper that already chooses among backends"
+# a call that answers for CUDA when it is given no device, in a project that runs on several backends
+PASS_DEVICE = "pass the device type the project runs on (its accelerator's device name) by hand"
+
+
+def neutral_default(evidence: str) -> str:
+    """Why a device-less call (``torch.is_autocast_enabled()``) keeps its spelling in a project that
+    runs on NPU (``evidence``): "npu" written in would take the answer away from its other backends."""
+    return (
+        f"the call names no device, in a project that runs on NPU and other backends ({evidence}): a fixed "
+        f'"npu" would make it answer for the NPU on every host; {PASS_DEVICE}'
+    )
 
 
 def _backend(node: cst.CSTNode) -> str:
@@ -50,6 +64,12 @@ def _backend(node: cst.CSTNode) -> str:
         m = _STRING.search(node.value)
     elif isinstance(node, cst.FormattedStringText):
         m = _STRING.search(node.value)
+    return _NAMES[m.group(1).lower()] if m is not None else ""
+
+
+def backend_of_text(text: str, *, string: bool) -> str:
+    """The other backend an identifier (``string`` False) or a string's text names, or ""."""
+    m = (_STRING if string else _IDENTIFIER).search(text)
     return _NAMES[m.group(1).lower()] if m is not None else ""
 
 
@@ -101,20 +121,26 @@ def _families(text: bytes) -> dict[str, str]:
     return out
 
 
-def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, str]:
+def helper_regions(
+    module: cst.Module, text: bytes, evidence: str, elsewhere: Callable[[str], str] | None = None
+) -> dict[int, str]:
     """id of every node of the multi-backend helpers of ``module`` -> why it stays (empty unless the
-    project runs on NPU, ``evidence`` saying where that shows, and ``text`` names another backend)."""
+    project runs on NPU, ``evidence`` saying where that shows, and ``text`` names another backend).
+    ``elsewhere``: where the project function a helper calls by that spelling (an imported name) has
+    an NPU arm ("file: function"), or "" (npu_arms.py)."""
     if not evidence or OTHER_BYTES.search(text) is None:
         return {}
     families = _families(text)
     regions: list[tuple[cst.CSTNode, set[str]]] = []
     twins: list[tuple[cst.FunctionDef, str]] = []
+    functions: dict[str, set[str]] = {}  # the backends each function of the module names itself
     pending: list[cst.CSTNode] = [module]
     while pending:
         scope = pending.pop()
         if isinstance(scope, cst.FunctionDef):
             names: set[str] = set()
             pending += _own_backends([scope.body], names)
+            functions.setdefault(scope.name.value, set()).update(names)
             if names:
                 regions.append((scope, names))
             elif scope.name.value in families:  # its twins are its other arms
@@ -142,7 +168,8 @@ def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, 
             f"in a project that runs on NPU ({evidence}); its CUDA arm is what CUDA hosts run"
         )
         if "NPU" not in names:  # FastChat's CUDA_VISIBLE_DEVICES and XPU_VISIBLE_DEVICES, set side by side
-            why += f"; {NO_NPU_ARM}"
+            arm = _arm_in_callee(region, functions, elsewhere)
+            why += f"; its NPU arm is in {arm}, which it calls" if arm else f"; {NO_NPU_ARM}"
         for node in descendants(region):
             kept.setdefault(id(node), why)
     for function, others in twins:
@@ -153,6 +180,23 @@ def helper_regions(module: cst.Module, text: bytes, evidence: str) -> dict[int, 
         for node in descendants(function):
             kept.setdefault(id(node), why)
     return kept
+
+
+def _arm_in_callee(region: cst.CSTNode, functions: dict[str, set[str]], elsewhere: Callable[[str], str] | None) -> str:
+    """The project function the helper ``region`` calls that names NPU itself: "name()" of this module,
+    or where ``elsewhere`` finds it; "" when none does."""
+    for node in descendants(region):
+        if not isinstance(node, cst.Call):
+            continue
+        parts = dotted_parts(node.func)
+        if not parts:
+            continue
+        if len(parts) == 1 and "NPU" in functions.get(parts[0], ()):
+            return f"{parts[0]}()"
+        found = elsewhere(".".join(parts)) if elsewhere is not None else ""
+        if found:
+            return found
+    return ""
 
 
 def _chain_tests(stmt: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -18,7 +18,7 @@ from ..rules import Rule, RuleSet
 from . import namespace
 from .bindings import Bindings
 from .flow import NO_FLOW, Flow
-from .multi_backend import HELPER, NO_NPU_ARM
+from .multi_backend import HELPER, NO_NPU_ARM, PASS_DEVICE
 
 
 _C = TypeVar("_C", cst.List, cst.Tuple, cst.Set)
@@ -67,6 +67,8 @@ class State(cst.CSTTransformer):
         self.device_modules: dict[int, str] = {}  # torch.cuda as the module of the device at hand -> how (values.py)
         self.accepted_names: set[int] = set()  # collections of accepted device names gaining "npu" (device_names.py)
         self._kept_said: set[int] = set()
+        self.fallbacks: dict[int, str] = {}  # callees of calls an older torch falls back to (legacy_calls.py)
+        self.neutral_npu = ""  # where the project shows that it runs on NPU, for a file naming neither CUDA nor GPU
         self.npu_uses: list[cst.CSTNode] = []  # anchors of the changes that need torch_npu (placement.py)
         self.dict_keys: set[int] = set()  # dict keys: not device strings even when they look like one
         self.call_args: set[int] = set()  # argument values: their call handles device templates
@@ -189,12 +191,14 @@ class State(cst.CSTTransformer):
                 self.npu_uses.append(anchor)
         return True
 
-    def _kept_note(self, anchor: cst.CSTNode, message: str, api: str) -> None:
-        """A change not made because the code already handles NPU there (npu_aware.py): said once
-        per place, as a note, so that the CUDA code left is not silent."""
+    def _kept_note(self, anchor: cst.CSTNode, message: str, api: str, why: str = "") -> None:
+        """A change not made because the code already handles NPU there (npu_aware.py), or for the
+        reason ``why``: said once per place, as a note (a warning where the reason asks for a hand
+        edit), so that the CUDA code left is not silent."""
         if id(anchor) in self._kept_said:
             return
         self._kept_said.add(id(anchor))
+        why = why or self.kept[id(anchor)]
         self.pending.append(
             Pending(
                 anchor,
@@ -204,9 +208,9 @@ class State(cst.CSTTransformer):
                     0,
                     0,
                     CODES["note"],
-                    "warning" if self.kept[id(anchor)].endswith(NO_NPU_ARM) else "note",
+                    "warning" if why.endswith((NO_NPU_ARM, PASS_DEVICE)) else "note",
                     "",
-                    f"kept as it is ({message}): {self.kept[id(anchor)]}",
+                    f"kept as it is ({message}): {why}",
                     "builtin",
                     api=api or "cuda",
                 ),

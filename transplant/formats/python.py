@@ -31,6 +31,9 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
     twin = facts.twin_of(path.replace("\\", "/")) if facts.twins else ""
     if twin:  # nccl_engine.py beside the project's own hccl_engine.py: the CUDA version stays
         return Conversion(None, [twin_note(twin, path)])
+    adapter = _adapter_note(path, data)
+    if adapter is not None:  # deepspeed/comm/mori.py: AMD's MORI, run on ROCm hosts only
+        return Conversion(None, [adapter])
     provided, resolved = facts.star_names(path)
     if not session.prefilter or provided or rules.may_match(data):
         from ..engine import StarNames, convert as convert_source  # libcst loads once a file needs parsing
@@ -76,6 +79,18 @@ def _library_context(data: bytes, conv: Conversion, session: Session) -> Convers
     facts = session.facts
     built = frozenset(m.name for m in facts.modules if m.cuda)
     return Conversion(conv.new, adjust(data, conv.records, facts.own_packages, built), unreached=conv.unreached)
+
+
+def _adapter_note(path: str, data: bytes) -> Record | None:
+    """The note of a module that is another accelerator's library adapter (project/other_backends.py)."""
+    if not path.lower().endswith(".py"):
+        return None
+    from ..project.other_backends import adapter_note_text, adapter_of
+
+    found = adapter_of(path, data)
+    if found is None:
+        return None
+    return Record(1, 1, 1, 1, CODES["note"], "note", "", adapter_note_text(*found), "builtin", api=found[0])
 
 
 def twin_note(twin: str, path: str = "") -> Record:

@@ -108,7 +108,7 @@ def analyse(source: bytes, rules: RuleSet, facts: ProjectFacts = NO_FACTS, path:
     for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update(import_bindings(node))
-    found, numbers = probes(tree, names, nodes, parents)
+    found, numbers = probes(tree, names, nodes, parents, rules.pytorch_version)
     reach = Reach(
         tree, names, rules, facts, numbers, nodes, builds=b"cpp_extension" in source, origin=origin, project=project
     )

@@ -61,7 +61,7 @@ class ProjectReach:
             names,
             self.rules,
             self.facts,
-            _capability_uses(parsed.data, tree, names, nodes, parents),
+            _capability_uses(parsed.data, tree, names, nodes, parents, self.rules.pytorch_version),
             nodes,
             builds=b"cpp_extension" in parsed.data,
             origin=path,
@@ -130,14 +130,19 @@ class ProjectReach:
 
 
 def _capability_uses(
-    data: bytes, tree: ast.Module, names: dict[str, str], nodes: list[ast.AST], parents: dict[int, ast.AST]
+    data: bytes,
+    tree: ast.Module,
+    names: dict[str, str],
+    nodes: list[ast.AST],
+    parents: dict[int, ast.AST],
+    pytorch_version: str,
 ) -> dict[int, Reason]:
     """The CUDA capability queries of a module that it reads as numbers (probes.py): they stay CUDA
     queries in that module's own conversion, so a test elsewhere that calls the function holding one
     (``torch.cuda.is_available() and not check_fp8_capability()``) chooses CUDA-only code."""
     if b"get_device_capability" not in data and b"get_device_properties" not in data:
         return {}
-    return probes(tree, names, nodes, parents)[1]
+    return probes(tree, names, nodes, parents, pytorch_version)[1]
 
 
 def _member(klass: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:

@@ -7,6 +7,9 @@
 * ``.major``, ``.minor``, ``.multi_processor_count``, ``.gcnArchName`` of
   ``torch.cuda.get_device_properties(...)`` (directly or through a name): CUDA or ROCm facts that an
   NPU's properties do not have. The query is kept like a capability and each read is reported (TP242).
+  ``.multi_processor_count`` only up to PyTorch 2.10: torch_npu for PyTorch 2.11 and later fills it
+  (with the vector core count; Ascend/pytorch commit 2adc584a8, see emulate/properties.py), so there
+  the query is renamed like any other (``unfilled_fields``).
 * ``torch.version.cuda`` / ``torch.version.hip`` in a test: None with torch_npu, so the branch is
   the non-CUDA one on an NPU (TP242, a note).
 * ``torch.cuda.get_device_name()`` compared with a GPU model: never true on an NPU; the rename
@@ -49,6 +52,9 @@ FIELD_ROUTE = {
 GPU_MODEL = re.compile(
     r"\b(?:[AHV]\d00|H800|A800|T4|L4|L40S?|RTX|GTX|Tesla|NVIDIA|GeForce|Quadro|MI\d{2,3}X?|AMD|Radeon)", re.IGNORECASE
 )
+# torch_npu fills these CUDA fields from this PyTorch version on (Ascend/pytorch commit 2adc584a8:
+# ``multi_processor_count`` is the vector core count for PyTorch 2.11 and later)
+FILLED_SINCE = {"multi_processor_count": (2, 11)}
 NUMBER_PARENTS = (ast.Compare, ast.BinOp, ast.Starred, ast.Subscript)
 
 
@@ -76,11 +82,23 @@ def index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, ast.AST]]:
     return nodes, parents
 
 
+def unfilled_fields(pytorch_version: str) -> dict[str, str]:
+    """The CUDA/ROCm fields of the device properties that torch_npu for ``pytorch_version`` leaves
+    unfilled (what each is)."""
+    version = tuple(int(part) for part in pytorch_version.split("."))
+    return {name: said for name, said in FIELDS.items() if version < FILLED_SINCE.get(name, (99,))}
+
+
 def probes(
-    tree: ast.Module, names: dict[str, str], nodes: list[ast.AST], parents: dict[int, ast.AST]
+    tree: ast.Module,
+    names: dict[str, str],
+    nodes: list[ast.AST],
+    parents: dict[int, ast.AST],
+    pytorch_version: str,
 ) -> tuple[list[Probe], dict[int, Reason]]:
     """The probes of a file (``nodes``: all of its nodes, ``parents``: the parent of each), and the
-    capability queries read as numbers (id of the call -> Reason)."""
+    capability queries read as numbers (id of the call -> Reason), for torch_npu of ``pytorch_version``."""
+    unfilled = unfilled_fields(pytorch_version)
     calls: dict[str, list[ast.Call]] = {CAPABILITY: [], PROPERTIES: [], DEVICE_NAME: []}
     versions: list[ast.Attribute] = []
     for node in nodes:
@@ -104,7 +122,7 @@ def probes(
         reads = [
             parent
             for use in _uses(call, parents, tree)
-            if isinstance(parent := parents.get(id(use)), ast.Attribute) and parent.attr in FIELDS
+            if isinstance(parent := parents.get(id(use)), ast.Attribute) and parent.attr in unfilled
         ]
         if not reads:
             continue

@@ -20,6 +20,8 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..config import RuleOptions
+from ..project import NO_FACTS
+from ..roots import with_project_fact
 from ..rules import RuleError, RuleSet
 from ..session import Session, load_rules
 from ..settings import find_pyproject, options_for, read_table
@@ -95,9 +97,10 @@ class TransplantServer(LanguageServer):
         return rules
 
     def session_for(self, uri: str) -> Session:
-        """What the document is converted with: its project's rules (no project facts: the server
-        sees one document at a time)."""
-        return Session(self.rules(self.options_for(uri)))
+        """What the document is converted with: its project's rules, and the project-wide fact that
+        its project already runs on NPU (roots.py: found once per project root)."""
+        facts = with_project_fact(NO_FACTS, uri_path(uri)) if uri.startswith("file:") else NO_FACTS
+        return Session(self.rules(self.options_for(uri)), facts)
 
     def _tell(self, message: str) -> None:
         if message in self.reported:

@@ -186,8 +186,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                 words = _read(path, MAX_SCAN_BYTES)
                 if b"triton-ascend" in words or b"triton_ascend" in words:
                     dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
-                if not npu_support:
-                    npu_support = _where(rel, npu_support_of.requirement_evidence(rel, words))
+                npu_support = npu_support or npu_support_of.evidence(rel, words)
             continue
         try:
             with open(path, "rb") as fh:
@@ -217,11 +216,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
                 npu_loaders[rel] = tree or data
             if b"npu" in data:
                 registries |= npu_registrations(data)
-                if not npu_support:
-                    sign = npu_support_of.python_evidence(data)
-                    if sign is None and rel.rsplit("/", 1)[-1] == "setup.py":
-                        sign = npu_support_of.requirement_evidence(rel, data)
-                    npu_support = _where(rel, sign)
+                npu_support = npu_support or npu_support_of.evidence(rel, data)
             if any(w in data for w in backends.WORDS) and b"return" in data:
                 tree = tree or parse(data)
                 if tree is not None:
@@ -287,10 +282,6 @@ def _read(path: str, limit: int) -> bytes:
             return fh.read(limit)
     except OSError:
         return b""
-
-
-def _where(rel: str, found: tuple[int, str] | None) -> str:
-    return f"{rel}:{found[0]}: {found[1]}" if found is not None else ""
 
 
 def _triton_facts(

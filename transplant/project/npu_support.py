@@ -21,18 +21,25 @@ from __future__ import annotations
 
 import re
 
-# (pattern, what it says): checked in this order, on Python files that name npu
+# (bytes each match holds, pattern, what it says): checked in this order, on Python files that name npu
+# (the bytes first: "npu" is in every "input", and a pattern searched at each "try:" of a file is slow)
 _PYTHON = (
     (
+        b"torch_npu",
         re.compile(rb"\btry:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]+import[ \t]+torch_npu\b"),
         "imports torch_npu behind its own availability check (try/except ImportError)",
     ),
     (
+        b"torch_npu",
         re.compile(rb"""\bfind_spec\(\s*['"]torch_npu['"]"""),
         "imports torch_npu behind its own availability check (find_spec)",
     ),
-    (re.compile(rb"\bdef[ \t]+is_\w*npu\w*_available\b"), "defines an NPU availability helper"),
-    (re.compile(rb"""['"]ASCEND_RT_VISIBLE_DEVICES['"]"""), "chooses the NPU's visible-devices variable"),
+    (b"_available", re.compile(rb"\bdef[ \t]+is_\w*npu\w*_available\b"), "defines an NPU availability helper"),
+    (
+        b"ASCEND_RT_VISIBLE_DEVICES",
+        re.compile(rb"""['"]ASCEND_RT_VISIBLE_DEVICES['"]"""),
+        "chooses the NPU's visible-devices variable",
+    ),
 )
 _REQUIREMENT = re.compile(rb"(?im)^[^#\n]*?(?<![\w-])torch[_-]npu\b")
 MAX_BYTES = 1 << 20
@@ -45,11 +52,29 @@ def python_evidence(data: bytes) -> tuple[int, str] | None:
     """(line, why) of the first sign in the Python source ``data`` that its project supports NPU."""
     if b"npu" not in data:
         return None
-    for pattern, why in _PYTHON:
-        m = pattern.search(data)
+    for word, pattern, why in _PYTHON:
+        m = pattern.search(data) if word in data else None
         if m is not None:
             return data.count(b"\n", 0, m.end()) + 1, why
     return None
+
+
+def evidence(rel: str, data: bytes) -> str:
+    """ "rel:line: why" where the project file ``rel`` (relative, with "/") with the bytes ``data`` shows
+    that its project runs on NPU, or "": a Python source (a setup.py by its requirements too) or a
+    dependency file. The one test of a file, for the project scan and for the single-file modes
+    (roots.py), so both find the same evidence."""
+    from .triton import is_dependency_file
+
+    if rel.lower().endswith((".py", ".pyw")):
+        found = python_evidence(data)
+        if found is None and rel.rsplit("/", 1)[-1] == "setup.py":
+            found = requirement_evidence(rel, data)
+    elif is_dependency_file(rel):
+        found = requirement_evidence(rel, data)
+    else:
+        return ""
+    return f"{rel}:{found[0]}: {found[1]}" if found is not None else ""
 
 
 def requirement_evidence(rel: str, data: bytes) -> tuple[int, str] | None:
