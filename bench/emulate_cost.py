@@ -10,7 +10,10 @@ operators, where the emulator's cost per operator shows; `--kinds bigram` runs i
 device "cpu"), `transplant emulate` (device "npu"; NPU tensors, the default), and `transplant emulate
 --no-device-identity` (tensors of the CPU). The
 best of --repeat runs is kept. Prints the seconds and the ratios; the target is at most 3x. It also
-checks that the three ways print the same final loss.
+checks that the three ways print the same final loss. `--baseline DIR` (another transplant checkout,
+e.g. `git archive COMMIT | tar -x -C DIR`) adds a fourth way, `transplant emulate` as that checkout
+has it, interleaved with the others, so that an older emulator and this one are timed under the same
+load (the target applies to this checkout's ways).
 """
 
 from __future__ import annotations
@@ -97,9 +100,13 @@ WAYS = {
 }
 
 
-def run(folder: Path, way: str, kind: str, steps: int) -> tuple[float, float, str]:
-    prefix, device = WAYS[way]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+BASELINE = "emulate@baseline"
+
+
+def run(folder: Path, way: str, kind: str, steps: int, baseline: Path | None = None) -> tuple[float, float, str]:
+    prefix, device = WAYS["emulate" if way == BASELINE else way]
+    root = baseline if way == BASELINE and baseline is not None else REPO
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, *prefix, "workload.py", kind, device, str(steps)],
@@ -121,7 +128,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS, help="the workloads (default: all)")
+    parser.add_argument("--baseline", type=Path, help="another transplant checkout whose emulate is timed too")
     args = parser.parse_args()
+    ways = [*WAYS, BASELINE] if args.baseline else list(WAYS)
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -130,12 +139,12 @@ def main() -> int:
         for kind in args.kinds:
             best: dict[str, tuple[float, float, str]] = {}
             for _ in range(args.repeat):
-                for way in WAYS:  # interleaved, so that a busy machine weighs on every way alike
-                    result = run(folder, way, kind, args.steps)
+                for way in ways:  # interleaved, so that a busy machine weighs on every way alike
+                    result = run(folder, way, kind, args.steps, args.baseline)
                     if way not in best or result[0] < best[way][0]:
                         best[way] = result
             base = best["cpu"][0]
-            losses = {way: best[way][2] for way in WAYS}
+            losses = {way: best[way][2] for way in ways}
             print(
                 f"{kind} ({args.steps} steps): "
                 + ", ".join(
