@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +27,8 @@ ROOT = HERE.parent
 OUT = HERE / "out" / "emulate_corpus"
 sys.path.insert(0, str(HERE))
 
-from corpus import export, git_dir  # noqa: E402
 from zero_edit import PROGRAMS as ZERO_EDIT  # noqa: E402
-from zero_edit import converted_tree, numbers, text, verdict  # noqa: E402
+from zero_edit import converted_tree, numbers, prepared, print_table  # noqa: E402
 
 _BY_NAME = {p["name"]: p for p in ZERO_EDIT}
 _WLM = _BY_NAME["pytorch/examples word_language_model (tiny)"]
@@ -53,6 +51,21 @@ PROGRAMS: list[dict[str, Any]] = [
 ]
 
 
+def verdict(proc: subprocess.CompletedProcess, pattern: str, reference: list[str]) -> str:
+    """ "same numbers", "other numbers (N printed)", or "fails: " and the exception's line."""
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        error = next(
+            (line for line in reversed(lines) if re.match(r"\w+(Error|Exception)\b|transplant emulate: error", line)),
+            "",
+        )
+        return f"fails: {(error or lines[-1] if lines else '')[:100]}"
+    got = numbers(pattern, proc.stdout)
+    if not reference:
+        return "nothing to compare"
+    return "same numbers" if got == reference else f"other numbers ({len(got)} printed)"
+
+
 def run(argv: list[str], cwd: Path, paths: list[Path]) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
@@ -66,27 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     python = sys.executable
     rows = []
-    for program in PROGRAMS:
-        if args.only and not any(word.lower() in program["name"].lower() for word in args.only):
-            continue
-        work = OUT / re.sub(r"\W+", "_", program["name"]).strip("_")
-        if work.exists():
-            shutil.rmtree(work)
-        original = work / "original"
-        if "local" in program:
-            shutil.copytree(ROOT / program["local"], original)
-        else:
-            gdir = git_dir(args.mirror, program["repo"])
-            if gdir is None:
-                print(f"{program['name']}: no mirror of {program['repo']}", file=sys.stderr)
-                continue
-            export(gdir, program["commit"], original, program.get("paths"))
-        if "text" in program:
-            (original / program["text"]).write_text(text())
-        for name, size in program.get("texts", {}).items():
-            (original / name).write_text(text(size))
-        for script in program.get("prepare", []):
-            subprocess.run([python, script], cwd=original, check=True, capture_output=True)
+    for program, work, original in prepared(PROGRAMS, args.only, args.mirror, OUT):
         converted = converted_tree(program, original, work / "converted", ())
         pattern, prog, cwd = program["numbers"], program["argv"], program["cwd"]
         extra = [Path(program["pythonpath"])] if "pythonpath" in program else []
@@ -105,12 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 row[label] = verdict(proc, pattern, reference)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    if rows:
-        keys = list(rows[0])
-        print("| " + " | ".join(keys) + " |")
-        print("|" + "---|" * len(keys))
-        for row in rows:
-            print("| " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+    print_table(rows)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "results.json").write_text(json.dumps(rows, indent=1))
     return 0
