@@ -10,7 +10,12 @@ operators, where the emulator's cost per operator shows; `--kinds bigram` runs i
 device "cpu"), `transplant emulate` (device "npu"; NPU tensors, the default), and `transplant emulate
 --no-device-identity` (tensors of the CPU). The
 best of --repeat runs is kept. Prints the seconds and the ratios; the target is at most 3x. It also
-checks that the three ways print the same final loss.
+checks that the three ways print the same final loss. `--baseline DIR` (another transplant checkout,
+e.g. `git archive COMMIT | tar -x -C DIR`) adds a fourth way, `transplant emulate` as that checkout
+has it, interleaved with the others, so that an older emulator and this one are timed under the same
+load (the target applies to this checkout's ways). `--cpu-time` compares the loops' CPU time (each
+workload is one thread: OMP_NUM_THREADS=1), which other jobs on a shared machine disturb less than the
+wall time.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ elif kind == "bigram":  # a character-level bigram model: many tiny operators pe
     text = torch.randint(0, vocab, (4096,))
     model = nn.Embedding(vocab, vocab).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for step in range(steps * 10):
         ix = torch.randint(len(text) - block - 1, (batch,))
         x = torch.stack([text[i : i + block] for i in ix]).to(device)
@@ -61,7 +66,7 @@ elif kind == "bigram":  # a character-level bigram model: many tiny operators pe
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    print(f"loop {time.perf_counter() - start:.4f} loss {loss.item()!r}")
+    print(f"loop {time.perf_counter() - start:.4f} cpu {time.process_time() - cpu:.4f} loss {loss.item()!r}")
     sys.exit(0)
 else:
     layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
@@ -74,7 +79,7 @@ else:
         return F.cross_entropy(head(encoder(embed(x))).flatten(0, 1), y.flatten())
 scaler = torch.amp.GradScaler(device)
 loader = DataLoader(data, batch_size=32, shuffle=True)
-start, step = time.perf_counter(), 0
+start, cpu, step = time.perf_counter(), time.process_time(), 0
 while step < steps:
     for x, y in loader:
         x, y = x.to(device), y.to(device)
@@ -87,7 +92,7 @@ while step < steps:
         step += 1
         if step == steps:
             break
-print(f"loop {time.perf_counter() - start:.4f} loss {loss.item()!r}")
+print(f"loop {time.perf_counter() - start:.4f} cpu {time.process_time() - cpu:.4f} loss {loss.item()!r}")
 """
 
 WAYS = {
@@ -97,9 +102,15 @@ WAYS = {
 }
 
 
-def run(folder: Path, way: str, kind: str, steps: int) -> tuple[float, float, str]:
-    prefix, device = WAYS[way]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+BASELINE = "emulate@baseline"
+
+
+def run(
+    folder: Path, way: str, kind: str, steps: int, baseline: Path | None = None, cpu_time: bool = False
+) -> tuple[float, float, str]:
+    prefix, device = WAYS["emulate" if way == BASELINE else way]
+    root = baseline if way == BASELINE and baseline is not None else REPO
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, *prefix, "workload.py", kind, device, str(steps)],
@@ -109,11 +120,12 @@ def run(folder: Path, way: str, kind: str, steps: int) -> tuple[float, float, st
         env=env,
     )
     total = time.perf_counter() - start
-    match = re.search(r"^loop (\S+) loss (\S+)$", proc.stdout, re.M)
+    match = re.search(r"^loop (\S+) cpu (\S+) loss (\S+)$", proc.stdout, re.M)
     if proc.returncode != 0 or match is None:
         raise SystemExit(f"{way} {kind} failed:\n{proc.stderr[-2000:]}")
-    loop = float(match.group(1))
-    return loop, total - loop, match.group(2)
+    wall = float(match.group(1))
+    loop = float(match.group(2)) if cpu_time else wall
+    return loop, total - wall, match.group(3)
 
 
 def main() -> int:
@@ -121,7 +133,15 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS, help="the workloads (default: all)")
+    parser.add_argument("--baseline", type=Path, help="another transplant checkout whose emulate is timed too")
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="compare the loops' CPU time (process time) instead of their wall time: on a machine that other "
+        "jobs load, the wall time is theirs to decide",
+    )
     args = parser.parse_args()
+    ways = [*WAYS, BASELINE] if args.baseline else list(WAYS)
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -130,12 +150,12 @@ def main() -> int:
         for kind in args.kinds:
             best: dict[str, tuple[float, float, str]] = {}
             for _ in range(args.repeat):
-                for way in WAYS:  # interleaved, so that a busy machine weighs on every way alike
-                    result = run(folder, way, kind, args.steps)
+                for way in ways:  # interleaved, so that a busy machine weighs on every way alike
+                    result = run(folder, way, kind, args.steps, args.baseline, args.cpu_time)
                     if way not in best or result[0] < best[way][0]:
                         best[way] = result
             base = best["cpu"][0]
-            losses = {way: best[way][2] for way in WAYS}
+            losses = {way: best[way][2] for way in ways}
             print(
                 f"{kind} ({args.steps} steps): "
                 + ", ".join(

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -167,6 +168,52 @@ def leftover(proc: subprocess.CompletedProcess) -> str:
     return errors[0].split("error: ", 1)[1].replace(" (CUDA use; --strict)", "") if errors else "none"
 
 
+def original_tree(program: dict[str, Any], mirror: Path | None, work: Path) -> Path | None:
+    """The program's project under ``work``/original (emptied first): copied from this repository
+    or exported from the mirrors, with its stand-in texts and prepare scripts run; None (said on
+    stderr) when its mirror is missing."""
+    if work.exists():
+        shutil.rmtree(work)
+    original = work / "original"
+    if "local" in program:
+        shutil.copytree(ROOT / program["local"], original)
+    else:
+        gdir = git_dir(mirror, program["repo"]) if mirror else None
+        if gdir is None:
+            print(f"{program['name']}: no mirror of {program['repo']} (--mirror)", file=sys.stderr)
+            return None
+        export(gdir, program["commit"], original, program.get("paths"))
+    if "text" in program:
+        (original / program["text"]).write_text(text())
+    for name, size in program.get("texts", {}).items():
+        (original / name).write_text(text(size))
+    for script in program.get("prepare", []):
+        subprocess.run([sys.executable, script], cwd=original, check=True, capture_output=True)
+    return original
+
+
+def prepared(programs: list[dict[str, Any]], only: list[str], mirror: Path | None, out: Path) -> Iterator[tuple]:
+    """(program, its work folder under ``out``, its original_tree) for each program whose name
+    contains one of the words of ``only`` (every program when none), skipping those without a mirror."""
+    for program in programs:
+        if only and not any(word.lower() in program["name"].lower() for word in only):
+            continue
+        work = out / re.sub(r"\W+", "_", program["name"]).strip("_")
+        original = original_tree(program, mirror, work)
+        if original is not None:
+            yield program, work, original
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """The rows as a Markdown table (the first row's keys are the columns)."""
+    if rows:
+        keys = list(rows[0])
+        print("| " + " | ".join(keys) + " |")
+        print("|" + "---|" * len(keys))
+        for row in rows:
+            print("| " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+
+
 def converted_tree(program: dict[str, Any], original: Path, out: Path, options: tuple[str, ...]) -> Path:
     """The project converted by this checkout's transplant (as corpus.py runs it) with ``options``."""
     _secs, status = convert(original, out, options)
@@ -182,27 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     python = sys.executable
     rows = []
-    for program in PROGRAMS:
-        if args.only and not any(word.lower() in program["name"].lower() for word in args.only):
-            continue
-        work = OUT / re.sub(r"\W+", "_", program["name"]).strip("_")
-        if work.exists():
-            shutil.rmtree(work)
-        original = work / "original"
-        if "local" in program:
-            shutil.copytree(ROOT / program["local"], original)
-        else:
-            gdir = git_dir(args.mirror, program["repo"]) if args.mirror else None
-            if gdir is None:
-                print(f"{program['name']}: no mirror of {program['repo']} (--mirror)", file=sys.stderr)
-                continue
-            export(gdir, program["commit"], original, program.get("paths"))
-        if "text" in program:
-            (original / program["text"]).write_text(text())
-        for name, size in program.get("texts", {}).items():
-            (original / name).write_text(text(size))
-        for script in program.get("prepare", []):
-            subprocess.run([python, script], cwd=original, check=True, capture_output=True)
+    for program, work, original in prepared(PROGRAMS, args.only, args.mirror, OUT):
         converted = converted_tree(program, original, work / "converted", ())
         runtime = converted_tree(program, original, work / "runtime", ("--mode", "runtime"))
         # counted before the runs, which write outputs into the trees
@@ -244,12 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                 "(b)": leftover(mode_strict),
             }
         )
-    if rows:
-        keys = list(rows[0])
-        print("| " + " | ".join(keys) + " |")
-        print("|" + "---|" * len(keys))
-        for row in rows:
-            print("| " + " | ".join(str(row[k]) for k in keys) + " |")
+    print_table(rows)
     (OUT / "results.json").parent.mkdir(parents=True, exist_ok=True)
     (OUT / "results.json").write_text(json.dumps(rows, indent=1))
     return 0

@@ -2,7 +2,8 @@
 NPU tensors (each recurrent layer and cell, tied weights, embedding bags, packed sequences, fused and
 foreach optimizers, gradient clipping, AMP with a scaler, TorchScript, torch.export, torch.compile,
 streams), bit for bit; and gives torch_npu's answers (capability, shallow-copy compatibility, streams,
-the profiler's configuration, DDP's device check). DDP with two ranks: test_emulate_collectives.py.
+the profiler's configuration, DDP's device check, TorchDynamo's capture of host and NPU programs). DDP
+with two ranks: test_emulate_collectives.py.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import functools
 import re
 import sys
 import threading
+import types
 from typing import Any
 
 import torch
@@ -110,6 +111,11 @@ class NpuDeviceMode(TorchFunctionMode):
         self.sees_all = check is not None and not self.devices_only  # --strict's check sees every call
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if _COMPILER._is_compiling_flag:
+            # TorchDynamo traces the modes on the stack (torch._dynamo.export, torch.compile's capture):
+            # the calls it captures are the graph's, run later; here they go on as they are (dynamo
+            # cannot trace the checks below: it cannot hash a builtin to look it up in a set)
+            return func(*args, **(kwargs or {}))
         backing = self.backing
         if not kwargs and backing.active and backing.identity and not self.sees_all:
             # most calls of a program under device identity (a bigram model's loop is made of them):
@@ -172,6 +178,11 @@ def _names_a_device(args: tuple) -> bool:
 
 
 _IS_PINNED = torch.Tensor.is_pinned
+# torch.compiler.is_compiling()'s flag, read without its two calls (this is every torch call's path):
+# True only while TorchDynamo (or export) traces, and a constant there
+_COMPILER: Any = (
+    torch.compiler if hasattr(torch.compiler, "_is_compiling_flag") else types.SimpleNamespace(_is_compiling_flag=False)
+)
 # Tensor.pin_memory as torch dispatches it: under the name it has on Tensor, so also the runtime
 # migration's wrapper of it (transfer.py adds it)
 PIN_MEMORY = {torch.Tensor.pin_memory}

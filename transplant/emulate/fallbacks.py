@@ -26,6 +26,14 @@ CPU_FALLBACKS = frozenset(
 _named: dict[object, str | None] = {}  # operator -> its name when it is one of CPU_FALLBACKS
 
 
+def may_refuse(op) -> bool:
+    """Whether ``op`` is one of the operators refuse_cpu_fallback refuses (the kernel asks once)."""
+    try:
+        return op.name() in CPU_FALLBACKS
+    except (AttributeError, TypeError):
+        return False
+
+
 def refuse_cpu_fallback(op) -> None:
     """Raise for an operator torch_npu would run on the CPU, when the variable forbids it (read at
     each such call: the entry file sets it after emulate has started)."""

@@ -40,11 +40,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import npus
-from .fallbacks import refuse_cpu_fallback
+from .fallbacks import may_refuse, refuse_cpu_fallback
 
 NPU = "npu"
 _CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)  # set_'s CPU kernel only sets metadata here
 _SET = torch.ops.aten.set_.source_Storage_storage_offset
+_SET_METADATA = (
+    _SET._handle.redispatch_boxed
+)  # (keyset, tensor, storage, offset, size, stride): OpOverload.redispatch without its frame
 _AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1  # type: ignore[attr-defined]  # (not in torch's stubs)
 aten = torch.ops.aten
 
@@ -85,7 +88,7 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
     else:
         out = npus.blank(index, data.dtype)
         storage = _npu_storage(out.device, data.untyped_storage())
-    _SET.redispatch(_CPU, out, storage, data.storage_offset(), data.size(), data.stride())
+    _SET_METADATA(_CPU, out, storage, data.storage_offset(), data.size(), data.stride())
     return out
 
 
@@ -137,7 +140,7 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
         storage = _npu_storage(npu.device, data_storage)
     elif npu.size() == data.size() and npu.stride() == data.stride() and npu.storage_offset() == data.storage_offset():
         return
-    _SET.redispatch(_CPU, npu, storage, data.storage_offset(), data.size(), data.stride())
+    _SET_METADATA(_CPU, npu, storage, data.storage_offset(), data.size(), data.stride())
 
 
 def _device_error(op, npu: torch.Tensor, other: torch.Tensor) -> RuntimeError:
@@ -147,18 +150,58 @@ def _device_error(op, npu: torch.Tensor, other: torch.Tensor) -> RuntimeError:
     )
 
 
-def _unwrap(op, value, found: list, datas: dict, devices: list):
+class _Op:
+    """What the kernel needs to know of an operator, found once (at registration, or at its first call
+    through the fallback) rather than at each call: an OpOverload's hash is a Python method, and each
+    set or cache lookup keyed by the operator calls it."""
+
+    __slots__ = ("op", "call", "packet", "slots", "aliasing", "mixing", "copy", "host_results", "refused")
+
+    def __init__(self, op):
+        self.op = op
+        self.call = op._op  # the C++ callable, without OpOverload.__call__'s frame
+        self.packet = op.overloadpacket
+        self.slots = _tensor_slots(op)
+        self.aliasing = _aliasing(op)
+        self.mixing = op in _MIXING
+        self.copy = op in _COPIES
+        self.host_results = frozenset(i for o, i in _HOST_RESULTS if o is op)
+        self.refused = may_refuse(op)
+
+
+_OPS: dict = {}  # operator -> its _Op, for the calls that come through the fallback
+
+
+def _info(op) -> _Op:
+    info = _OPS.get(op)
+    if info is None:
+        info = _OPS[op] = _Op(op)
+    return info
+
+
+_PLAIN = frozenset({int, float, bool, type(None), torch.dtype, torch.memory_format, torch.layout, str})
+
+
+def _unwrap(mixing: bool, value, found: list, datas: dict, devices: list):
+    kind = value.__class__
+    if kind in _PLAIN:  # most arguments: sizes, dims, scalars, dtypes
+        return value
     if isinstance(value, torch.Tensor):
         if value.device.type == NPU:
             data = data_of(value)
             found.append(value)
             datas[id(value)] = data
             return data
-        if value.dim() > 0 and op not in _MIXING:
+        if not mixing and value.dim() > 0:
             found.append(value)
         return value
+    if kind is list or kind is tuple:
+        for v in value:
+            if v.__class__ not in _PLAIN:
+                return kind(_unwrap(mixing, v, found, datas, devices) for v in value)
+        return value  # sizes, strides: nothing to unwrap
     if isinstance(value, (list, tuple)):
-        return type(value)(_unwrap(op, v, found, datas, devices) for v in value)
+        return type(value)(_unwrap(mixing, v, found, datas, devices) for v in value)
     if isinstance(value, torch.device) and value.type == NPU:
         devices.append(value)
         return _State.backing
@@ -166,70 +209,85 @@ def _unwrap(op, value, found: list, datas: dict, devices: list):
 
 
 def _kernel(op, *args, **kwargs):
-    """Every aten operator on NPU tensors, or making one: the same operator on the backing data.
-    Torch function modes (emulate's device mode) are off inside: the kernel's own tensor calls
-    (``.device``, ``.size()``, ``set_``, ...) are the emulator's, not the program's, and would each
-    cost a pass through the mode in Python (most of a tiny operator's cost)."""
-    refuse_cpu_fallback(op)  # TORCH_NPU_FALLBACK_CPU_DISABLE=1 (fallbacks.py)
+    """Every aten operator on NPU tensors, or making one: the same operator on the backing data (the
+    fallback's entry; the operators registered one by one enter at _op_kernel)."""
+    return _op_kernel(_info(op), *args, **kwargs)
+
+
+def _op_kernel(info: _Op, *args, **kwargs):
+    """The kernel of one operator. Torch function modes (emulate's device mode) are off inside: the
+    kernel's own tensor calls (``.device``, ``.size()``, ``set_``, ...) are the emulator's, not the
+    program's, and would each cost a pass through the mode in Python (most of a tiny operator's cost)."""
+    if info.refused:
+        refuse_cpu_fallback(info.op)  # TORCH_NPU_FALLBACK_CPU_DISABLE=1 (fallbacks.py)
     with torch._C.DisableTorchFunction():
-        return _backing_kernel(op, *args, **kwargs)
+        return _backing_kernel(info, args, kwargs)
 
 
-def _backing_kernel(op, *args, **kwargs):
+def _backing_kernel(info: _Op, args: tuple, kwargs: dict):
     found: list = []
     datas: dict = {}  # id(NPU tensor) -> its data
     devices: list = []  # the NPU devices named by the arguments (a factory's, a copy's destination)
-    new_args = [_unwrap(op, a, found, datas, devices) for a in args]
-    new_kwargs = {k: _unwrap(op, v, found, datas, devices) for k, v in kwargs.items()}
-    index = _index(op, found, devices)
-    if op in _COPIES:  # (src, dst): dst is an NPU tensor; its data takes src's values
+    mixing = info.mixing
+    new_args = [_unwrap(mixing, a, found, datas, devices) for a in args]
+    new_kwargs = {k: _unwrap(mixing, v, found, datas, devices) for k, v in kwargs.items()} if kwargs else kwargs
+    index = _index(info, found, devices)
+    if info.copy:  # (src, dst): dst is an NPU tensor; its data takes src's values
         source, dst = new_args[0], args[1]
         target = new_args[1]
-        if op is aten._copy_from_and_resize.default:
+        if info.op is aten._copy_from_and_resize.default:
             target.resize_(source.shape)
             if target is not dst:
                 _sync(dst, target)
         target.copy_(source, *new_args[2:3])
         return dst
-    out = _callable(op, new_args)(*new_args, **new_kwargs)
-    return _rewrap(op, args, kwargs, out, datas, index)
+    out = _call_of(info, new_args)(*new_args, **new_kwargs)
+    return _rewrap(info, args, kwargs, out, datas, index)
 
 
-def _index(op, found: list, devices: list) -> int:
-    """The NPU the results of ``op`` go to: the one a device argument names (the selected NPU for
+def _index(info: _Op, found: list, devices: list) -> int:
+    """The NPU the results of an operator go to: the one a device argument names (the selected NPU for
     "npu"), else that of the NPU tensors, which must all be on one device (as on a device, a host
     tensor other than a 0-dim one is an error, and so is another NPU)."""
+    if len(found) == 1 and not devices:  # one tensor argument (a unary operator, a view)
+        device = found[0].device
+        if device.type == NPU:
+            return device.index
     npu = None
+    npu_index = None
     for tensor in found:
         device = tensor.device
         if device.type != NPU:
             if any(t.device.type == NPU for t in found):
-                raise _device_error(op, next(t for t in found if t.device.type == NPU), tensor)
+                raise _device_error(info.op, next(t for t in found if t.device.type == NPU), tensor)
         elif npu is None:
-            npu = tensor
-        elif device.index != npu.device.index and op not in _MIXING:
-            raise _device_error(op, npu, tensor)
+            npu, npu_index = tensor, device.index
+        elif device.index != npu_index and not info.mixing:
+            raise _device_error(info.op, npu, tensor)
     if devices:
         return npus.index_of(devices[0])
-    return npus.current() if npu is None else npu.device.index
+    return npus.current() if npu_index is None else npu_index
 
 
-@functools.lru_cache(maxsize=None)
 def _tensor_slots(op) -> tuple:
     return tuple(i for i, a in enumerate(op._schema.arguments) if not a.kwarg_only and str(a.type) == "Tensor")
 
 
-def _callable(op, args):
-    """``op``, or its overload packet when a number stands where it takes a tensor: a boxed kernel
-    receives the number torch wrapped (``x.add_(1)``), and the packet finds the Scalar overload, which
-    computes as the wrapped number did."""
-    for i in _tensor_slots(op):
+def _call_of(info: _Op, args):
+    """The operator, or its overload packet when a number stands where it takes a tensor: a boxed
+    kernel receives the number torch wrapped (``x.add_(1)``), and the packet finds the Scalar
+    overload, which computes as the wrapped number did."""
+    for i in info.slots:
         if i < len(args) and isinstance(args[i], (int, float, complex)):
-            return op.overloadpacket
-    return op
+            return info.packet
+    return info.call
 
 
-@functools.lru_cache(maxsize=None)
+def _callable(op, args):
+    """``op``'s callable for ``args`` (see _call_of)."""
+    return _call_of(_info(op), args)
+
+
 def _aliasing(op) -> tuple:
     """For each return of ``op``: ("write", argument index or name) when it is an argument written in
     place, ("view", argument index) when it is a view of one, or None."""
@@ -255,17 +313,17 @@ def _argument(args, kwargs, where):
     return kwargs.get(where)
 
 
-def _rewrap(op, args, kwargs, out, datas, index=0):
-    """The outputs of ``op`` run on the backing data, as NPU tensors."""
-    aliasing = _aliasing(op)
+def _rewrap(info: _Op, args, kwargs, out, datas, index=0):
+    """The outputs of an operator run on the backing data, as NPU tensors."""
+    aliasing = info.aliasing
     if not aliasing:
         return out
-    if kwargs.get("device") is not None and torch.device(kwargs["device"]).type != NPU:
+    if kwargs and kwargs.get("device") is not None and torch.device(kwargs["device"]).type != NPU:
         return out  # a copy to another device (_to_copy(npu_tensor, device="cpu"))
     if len(aliasing) == 1:
         return _rewrap_one(out, aliasing[0], args, kwargs, datas, index)
     return type(out)(
-        v if (op, i) in _HOST_RESULTS else _rewrap_one(v, a, args, kwargs, datas, index)
+        v if i in info.host_results else _rewrap_one(v, a, args, kwargs, datas, index)
         for i, (v, a) in enumerate(zip(out, aliasing))
     )
 
@@ -406,7 +464,7 @@ def _as_the_backing_does(backing_key: str):
             op = getattr(getattr(aten, name), overload or "default")
         except AttributeError:
             continue
-        library.impl(op, functools.partial(_kernel, op), "PrivateUse1")
+        library.impl(op, functools.partial(_op_kernel, _info(op)), "PrivateUse1")
     return library
 
 
