@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from test_project import convert_project
 
 IMPORTS = """import importlib.util
@@ -139,8 +141,22 @@ def _log(result: Path) -> str:
     return (result / "msFmkTranspltlog.txt").read_text()
 
 
-def test_the_cuda_member_of_a_family_stays_in_a_project_on_npu(tmp_path: Path):
-    result = convert_project(_project(tmp_path / "proj", npu=True), tmp_path / "out")
+@pytest.fixture(scope="module")
+def on_npu(tmp_path_factory) -> Path:
+    """The project converted, with the evidence that it runs on NPU."""
+    root = tmp_path_factory.mktemp("on_npu")
+    return convert_project(_project(root / "proj", npu=True), root / "out")
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> Path:
+    """The same project without that evidence."""
+    root = tmp_path_factory.mktemp("plain")
+    return convert_project(_project(root / "proj", npu=False), root / "out")
+
+
+def test_the_cuda_member_of_a_family_stays_in_a_project_on_npu(on_npu: Path):
+    result = on_npu
     imports = (result / "pkg" / "imports.py").read_text()
     assert "def is_cuda_available():\n    return torch.cuda.is_available()\n" in imports
     # named for CUDA, but no twin: converted as anywhere
@@ -161,15 +177,15 @@ def test_the_cuda_member_of_a_family_stays_in_a_project_on_npu(tmp_path: Path):
         assert f"({name} is the CUDA twin of {twins})" in row, row
 
 
-def test_the_same_family_converts_in_a_project_without_npu(tmp_path: Path):
-    result = convert_project(_project(tmp_path / "proj", npu=False), tmp_path / "out")
+def test_the_same_family_converts_in_a_project_without_npu(plain: Path):
+    result = plain
     imports = (result / "pkg" / "imports.py").read_text()
     assert "def is_cuda_available():\n    return torch_npu.npu.is_available()\n" in imports
     assert "skipUnless(torch_npu.npu.device_count() > 1" in (result / "pkg" / "testing.py").read_text()
 
 
-def test_a_guard_over_a_capability_query_of_another_module_stays(tmp_path: Path):
-    result = convert_project(_project(tmp_path / "proj", npu=False), tmp_path / "out")
+def test_a_guard_over_a_capability_query_of_another_module_stays(plain: Path):
+    result = plain
     gates = (result / "pkg" / "gates.py").read_text()
     assert "    if torch.cuda.is_available() and not fp8_capable():\n        enabled = False" in gates
     # the look-alike prints the capability, which an NPU's None does too: the guard converts
@@ -180,8 +196,8 @@ def test_a_guard_over_a_capability_query_of_another_module_stays(tmp_path: Path)
     assert "fp8_capable (pkg/env.py), which reaches a CUDA compute capability read as a number (pkg/env.py:5)" in row
 
 
-def test_a_guard_over_a_private_cuda_binding_stays(tmp_path: Path):
-    result = convert_project(_project(tmp_path / "proj", npu=False), tmp_path / "out")
+def test_a_guard_over_a_private_cuda_binding_stays(plain: Path):
+    result = plain
     gates = (result / "pkg" / "gates.py").read_text()
     assert "    if torch.cuda.is_available():\n        assert not torch._C._cuda_isInBadFork()" in gates
     assert "def sync():\n    if torch_npu.npu.is_available():\n        torch_npu.npu.synchronize()" in gates
@@ -192,17 +208,17 @@ def test_a_guard_over_a_private_cuda_binding_stays(tmp_path: Path):
     assert binding.split()[2] == "INFO" and "the device test at line 19 stays a CUDA test" in binding
 
 
-def test_the_profiler_stays_with_the_activities_a_kept_helper_chooses(tmp_path: Path):
+def test_the_profiler_stays_with_the_activities_a_kept_helper_chooses(on_npu: Path):
     """torch_npu's profiler takes only its own ProfilerActivity: fed torch's, it profiles nothing."""
-    result = convert_project(_project(tmp_path / "proj", npu=True), tmp_path / "out")
+    result = on_npu
     assert (result / "pkg" / "profiling.py").read_bytes() == PROFILING.encode()
     (row,) = [r for r in _log(result).splitlines() if "pkg/profiling.py:12:" in r]
     assert "TP203 kept as it is (torch.profiler.profile -> torch_npu.profiler.profile)" in row
     assert "the profiler activities this file chooses stay torch.profiler's" in row
 
 
-def test_without_npu_support_activities_and_profiler_convert_together(tmp_path: Path):
-    result = convert_project(_project(tmp_path / "proj", npu=False), tmp_path / "out")
+def test_without_npu_support_activities_and_profiler_convert_together(plain: Path):
+    result = plain
     profiling = (result / "pkg" / "profiling.py").read_text()
     assert '"cuda": torch_npu.profiler.ProfilerActivity.NPU' in profiling
     assert "return torch_npu.profiler.profile(activities=" in profiling
