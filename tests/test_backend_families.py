@@ -141,6 +141,11 @@ def _log(result: Path) -> str:
     return (result / "msFmkTranspltlog.txt").read_text()
 
 
+def _rows(result: Path, *places: str) -> list[str]:
+    """The log's rows at these places of the package ("gates.py:8")."""
+    return [r for r in _log(result).splitlines() if any(f"pkg/{place}:" in r for place in places)]
+
+
 @pytest.fixture(scope="module")
 def on_npu(tmp_path_factory) -> Path:
     """The project converted, with the evidence that it runs on NPU."""
@@ -167,12 +172,11 @@ def test_the_cuda_member_of_a_family_stays_in_a_project_on_npu(on_npu: Path):
     assert "skipUnless(torch.cuda.device_count() > 1" in testing
     # to_gpu's twin is to_cpu: moving data is no backend family, the device string converts
     assert 'return x.to("npu")' in testing
-    log = _log(result)
     for line, name, twins in (
         ("imports.py:15:", "is_cuda_available", "is_npu_available, is_xpu_available"),
         ("testing.py:7:", "require_multi_gpu", "require_multi_xpu"),
     ):
-        (row,) = [r for r in log.splitlines() if f"pkg/{line}" in r]
+        (row,) = _rows(result, line.rstrip(":"))
         assert row.split()[2] == "INFO" and "TP203 kept as it is" in row, row
         assert f"({name} is the CUDA twin of {twins})" in row, row
 
@@ -191,7 +195,7 @@ def test_a_guard_over_a_capability_query_of_another_module_stays(plain: Path):
     # the look-alike prints the capability, which an NPU's None does too: the guard converts
     assert "    if torch_npu.npu.is_available() and describe():\n        torch_npu.npu.synchronize()" in gates
     assert "torch.cuda.get_device_capability() >= (8, 9)" in (result / "pkg" / "env.py").read_text()
-    (row,) = [r for r in _log(result).splitlines() if "pkg/gates.py:8:" in r]
+    (row,) = _rows(result, "gates.py:8")
     assert "TP240 device test kept as a CUDA test" in row
     assert "fp8_capable (pkg/env.py), which reaches a CUDA compute capability read as a number (pkg/env.py:5)" in row
 
@@ -201,7 +205,7 @@ def test_a_guard_over_a_private_cuda_binding_stays(plain: Path):
     gates = (result / "pkg" / "gates.py").read_text()
     assert "    if torch.cuda.is_available():\n        assert not torch._C._cuda_isInBadFork()" in gates
     assert "def sync():\n    if torch_npu.npu.is_available():\n        torch_npu.npu.synchronize()" in gates
-    rows = [r for r in _log(result).splitlines() if "pkg/gates.py:19:" in r or "pkg/gates.py:20:" in r]
+    rows = _rows(result, "gates.py:19", "gates.py:20")
     assert any("TP240" in r and "torch._C._cuda_isInBadFork, a binding of CUDA builds of torch" in r for r in rows)
     # the binding's own row says the test stays, at note level: nothing fails on an NPU
     (binding,) = [r for r in rows if "TP201" in r]
@@ -212,7 +216,7 @@ def test_the_profiler_stays_with_the_activities_a_kept_helper_chooses(on_npu: Pa
     """torch_npu's profiler takes only its own ProfilerActivity: fed torch's, it profiles nothing."""
     result = on_npu
     assert (result / "pkg" / "profiling.py").read_bytes() == PROFILING.encode()
-    (row,) = [r for r in _log(result).splitlines() if "pkg/profiling.py:12:" in r]
+    (row,) = _rows(result, "profiling.py:12")
     assert "TP203 kept as it is (torch.profiler.profile -> torch_npu.profiler.profile)" in row
     assert "the profiler activities this file chooses stay torch.profiler's" in row
 
