@@ -152,12 +152,42 @@ def test_the_mode_comes_from_pyproject_and_bad_values_are_one_line_errors(tmp_pa
         ("library.py", "import torch\n\n\ndef f():\n    return torch.ones(1)\n", False),
         ("stdlib_main.py", "import sys\n\nif __name__ == '__main__':\n    print(sys.argv)\n", False),
         ("loop_no_torch.py", "import sys\n\nfor a in sys.argv:\n    print(a)\n", False),
+        # a program of other libraries that never names CUDA: the migration changes nothing it runs
+        ("numpy_main.py", "import numpy as np\n\nif __name__ == '__main__':\n    print(np.ones(1))\n", False),
+        # ... and one that hands "cuda" to a library, which passes it on to torch
+        (
+            "hf_main.py",
+            "from transformers import pipeline\n\nif __name__ == '__main__':\n    pipeline('x', device='cuda')\n",
+            True,
+        ),
+        ("from_torch.py", "from torch import nn\n\nif __name__ == '__main__':\n    print(nn.Linear(1, 1))\n", True),
     ],
 )
 def test_which_python_files_are_programs(tmp_path, name, source, switched):
     (tmp_path / name).write_text(source)
     diff = transplant(["--mode", "runtime", "--diff", name], tmp_path)
     assert (SWITCH in diff.stdout) is switched, diff.stdout + diff.stderr
+
+
+def test_a_program_gets_the_switch_when_the_project_modules_it_imports_reach_torch(tmp_path):
+    # main.py names neither torch nor CUDA; the module it imports (and the one that imports) does
+    (tmp_path / "main.py").write_text("import helpers\n\nif __name__ == '__main__':\n    helpers.run()\n")
+    (tmp_path / "helpers.py").write_text("from models import build\n\n\ndef run():\n    return build()\n")
+    (tmp_path / "models.py").write_text("import torch\n\n\ndef build():\n    return torch.nn.Linear(1, 1)\n")
+    # look-alike: the same program over project modules of plain Python (a data-preparation script)
+    (tmp_path / "prepare.py").write_text(
+        "import numpy\nimport text_io\n\nif __name__ == '__main__':\n    text_io.dump()\n"
+    )
+    (tmp_path / "text_io.py").write_text("import json\n\n\ndef dump():\n    return json.dumps([1])\n")
+    out = convert_tree(tmp_path, tmp_path.parent / "out", "--mode", "runtime")
+    assert SWITCH in (out / "main.py").read_text()
+    assert (out / "prepare.py").read_text() == (tmp_path / "prepare.py").read_text()
+    assert SWITCH not in (out / "helpers.py").read_text() and SWITCH not in (out / "models.py").read_text()
+    # from standard input the project is not read: an import of a module of its own counts
+    stdin = transplant(
+        ["--mode", "runtime", "-"], tmp_path, stdin="from . import helpers\n\nif __name__ == '__main__':\n    pass\n"
+    )
+    assert SWITCH in stdin.stdout, stdin.stderr
 
 
 def test_where_the_switch_goes(tmp_path):
