@@ -275,6 +275,49 @@ def test_a_program_in_runtime_mode_runs_under_the_migration_as_the_original_on_t
     assert "runtime migration (transfer_to_npu) is on" not in off.stderr
 
 
+DEVICE_TESTS = """
+import torch
+
+
+class Trainer:
+    def __init__(self, args):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.args = args
+
+    def run(self):
+        x = torch.ones(2).to(self.device)
+        print("made", self.device.type == "cuda", self.args.device.type == "cuda")
+        print("tensor", x.device.type == "cuda")
+
+
+class Args:
+    device = torch.device("cuda")
+
+
+if __name__ == "__main__":
+    Trainer(Args()).run()
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_device_tests_of_a_device_the_program_made_decide_as_on_the_zero_edit_path(tmp_path):
+    from test_emulate import emulate
+
+    (tmp_path / "prog.py").write_text(DEVICE_TESTS)
+    zero = emulate(["--transfer-to-npu", "-q", "prog.py"], tmp_path)
+    assert zero.returncode == 0, zero.stderr
+    # the migration leaves a torch.device the program made CUDA's; the tensor it moved is on the NPU
+    assert zero.stdout.splitlines() == ["made True True", "tensor False"]
+    converted = transplant(["--mode", "runtime", "--in-place", "-q", "prog.py"], tmp_path)
+    assert converted.returncode in (0, 1), converted.stderr
+    text = (tmp_path / "prog.py").read_text()
+    assert 'self.device.type == "cuda", self.args.device.type == "cuda"' in text
+    assert 'x.device.type == "npu"' in text
+    mode = emulate(["--transfer-to-npu", "-q", "prog.py"], tmp_path)
+    assert mode.returncode == 0, mode.stderr
+    assert mode.stdout.splitlines() == ["made True True", "tensor True"]
+
+
 def test_distributed_and_accuracy_modes_refuse_runtime_mode(tmp_path):
     shutil.copy(FIXTURES / "project" / "train.py", tmp_path / "train.py")
     for mode in ("distributed", "accuracy"):

@@ -188,26 +188,23 @@ def _last_name(node: Any) -> str | None:
 
 
 def _runtime_device(node: Any) -> bool:
-    """Is ``node`` a device the runtime hands out: ``x.device.type`` (``.index``), the ``.device`` of
-    a tensor's name, of a call's or an item's result (``next(m.parameters()).device``, ``xs[0].device``),
-    or ``str()`` of one? The ``.device`` of the names in PROGRAM_OWNERS (``args.device``,
-    ``self.device``) is the program's own value (the migration leaves it "cuda"); so is a
-    ``torch.device`` the program makes, unless it is tested through ``.device.type``, which reads as a
-    tensor's."""
+    """Is ``node`` a device the runtime hands out: the ``.device`` of a tensor's name or attribute
+    (``x.device``, ``self.weight.device``), of a call's or an item's result
+    (``next(m.parameters()).device``, ``xs[0].device``), its ``.type`` or ``.index``, or ``str()`` of
+    one? The ``.device`` of the names in PROGRAM_OWNERS (``args.device``, ``self.device``,
+    ``self.cfg.device``, and their ``.type``) is the program's own value: a ``torch.device("cuda")``
+    the program made stays CUDA's under the migration, so a test of its type is right as written; so is
+    a device the program holds under any other name (``device.type``)."""
     import libcst as cst
 
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str" and node.args:
         return _runtime_device(node.args[0].value)
     if isinstance(node, cst.Attribute) and node.attr.value in ("type", "index"):
-        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "device"
+        return _runtime_device(node.value)
     if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
         return False
     owner = node.value
-    return (
-        isinstance(owner, (cst.Call, cst.Subscript))
-        or isinstance(owner, cst.Name)
-        and owner.value not in PROGRAM_OWNERS
-    )
+    return isinstance(owner, (cst.Call, cst.Subscript)) or _last_name(owner) not in (PROGRAM_OWNERS | {None})
 
 
 def _callee(state: Any, call: Any) -> tuple[str, bool]:
