@@ -102,6 +102,34 @@ def test_the_full_conversion_of_the_same_project_changes_what_runtime_mode_leave
     assert all(REASON not in row["Message"] for row in rows(full))
 
 
+def test_lightning_accelerator_strings_get_the_full_conversions_report_in_runtime_mode(tmp_path):
+    # The migration never sees Lightning's accelerator="gpu"/"cuda", devices= or gpus= (Lightning picks
+    # its CUDA accelerator from them). The full conversion keeps them and reports each (TP207: there is
+    # no NPU accelerator upstream); runtime mode must say the same, in Python and in a YAML config.
+    project = FIXTURES / "lightning"
+
+    def findings(mode: str) -> list[str]:
+        proc = transplant(["--mode", mode, "--check", "train.py", "configs/trainer.yaml"], project)
+        assert proc.returncode == 1, proc.stderr
+        return [line for line in proc.stdout.splitlines() if " TP207 " in line]
+
+    full, runtime = findings("full"), findings("runtime")
+    assert runtime == full
+    assert [line.split(" TP207 ")[0] for line in runtime] == [
+        "train.py:7:37:",  # accelerator="gpu"
+        "train.py:8:27:",  # gpus=1
+        "train.py:8:42:",  # accelerator="cuda"
+        "train.py:9:35:",  # Fabric(accelerator="cuda")
+        "configs/trainer.yaml:2:16:",  # accelerator: gpu (not accelerator_name, nor accelerator="cpu")
+    ]
+    got = convert_tree(project, tmp_path / "out", "--mode", "runtime")
+    train = (got / "train.py").read_text()
+    for kept in ('accelerator="gpu", devices=2', "gpus=1", 'torch.ones(2, device="cuda")'):
+        assert kept in train, kept
+    assert SWITCH in train
+    assert (got / "configs" / "trainer.yaml").read_text() == (project / "configs" / "trainer.yaml").read_text()
+
+
 def test_runtime_mode_is_idempotent(tmp_path):
     once = convert_tree(FIXTURES / "project", tmp_path / "one", "--mode", "runtime")
     shutil.rmtree(tmp_path / "one" / "project_msft" / "configs")  # (keep the second input small)
