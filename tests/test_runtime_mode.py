@@ -130,6 +130,17 @@ def test_lightning_accelerator_strings_get_the_full_conversions_report_in_runtim
     assert (got / "configs" / "trainer.yaml").read_text() == (project / "configs" / "trainer.yaml").read_text()
 
 
+@pytest.mark.parametrize("release, changed", [("26.0", True), ("26.1", False), ("26.2", False)])
+def test_a_backend_string_with_cuda_changes_for_the_releases_whose_migration_leaves_it(tmp_path, release, changed):
+    # 26.0's migration makes "cpu:gloo,cuda:nccl" "cpu:gloo,cuda:hccl" (no CUDA device on an NPU
+    # machine); from 26.1 on it is "cpu:gloo,npu:hccl" (transfer_api.ADDED["backend string cuda"])
+    source = 'import torch.distributed as dist\n\ndist.init_process_group("cpu:gloo,cuda:nccl")\ndist.init_process_group(backend="nccl")\n'
+    (tmp_path / "pg.py").write_text(source)
+    diff = transplant(["--mode", "runtime", "--torch-npu", release, "--diff", "pg.py"], tmp_path)
+    assert ('+dist.init_process_group("cpu:gloo,npu:hccl")' in diff.stdout) is changed, diff.stdout + diff.stderr
+    assert 'backend="hccl"' not in diff.stdout  # a plain "nccl": every release rewrites it
+
+
 def test_runtime_mode_is_idempotent(tmp_path):
     once = convert_tree(FIXTURES / "project", tmp_path / "one", "--mode", "runtime")
     shutil.rmtree(tmp_path / "one" / "project_msft" / "configs")  # (keep the second input small)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .rule_versions import version_key
 from .transfer_api import (
+    ADDED,
     CUDA_FUNCTIONS,
     NAMESPACES,
     OTHER_CALLS,
@@ -28,6 +29,7 @@ from .transfer_api import (
     SINCE_RELEASE,
     TORCH_FUNCTIONS,
     TWIN_MEMBERS,
+    added_in,
 )
 
 if TYPE_CHECKING:
@@ -85,6 +87,10 @@ WHY_RENAME = (
     "{old}: the runtime migration leaves it as it is (it copies only torch_npu.npu's own names into torch.cuda)"
 )
 WHY_ENV = "the runtime migration does not rename environment variables: an NPU reads {new}"
+WHY_BACKEND_CUDA = (
+    "torch_npu {release}'s runtime migration makes 'nccl' 'hccl' in a backend string but leaves 'cuda' "
+    "(it becomes 'npu' from {since} on)"
+)
 WHY_OTHER = "not among what the runtime migration patches"
 WHY_UNKNOWN = "where this value goes is not known here: changed as in the full conversion"
 WHY_BY_CODE = {  # the other file kinds (explain): what the migration never sees
@@ -299,7 +305,12 @@ def judge(state: Any, anchor: cst.CSTNode, kind: str, rule: Any, api: str, new: 
             return None
         return WHY_OTHER
     if kind == "args" and "hccl" in new and (rule is None or rule.get("func_name") in BACKEND_CALLS):
-        return None  # the process group's "nccl" (a value, or an argument of init_process_group): rewritten
+        # the process group's "nccl" (a value, or an argument of init_process_group): rewritten, and
+        # the "cuda" of "cpu:gloo,cuda:nccl" by the releases that rewrite it too
+        release = state.rules.torch_npu
+        if not added_in("backend string cuda", release) and "cuda" in state.module.code_for_node(anchor):
+            return WHY_BACKEND_CUDA.format(release=release, since=ADDED["backend string cuda"])
+        return None
     if kind == "device":
         return _judge_device(state, anchor)
     if kind == "env":
