@@ -355,3 +355,24 @@ def test_npu_operators_import_and_refuse_when_called(tmp_path):
         "EmulationError torch_npu.npu_fusion_attention is not emulated",
         "EmulationError torch_npu.npu_rms_norm is not emulated",
     ]
+
+
+AUTOCAST_VIEWS = """
+import torch
+import torch_npu
+
+x = torch.rand(2, 3, device="npu")
+with torch.autocast("npu"):
+    mean = torch.tensor([[0.5]], device=x.device, dtype=x.dtype)  # torch.tensor detaches in place
+    y = (x - mean).detach_()
+print(mean.dtype, mean.device, y.shape)
+"""
+
+
+def test_in_place_ops_under_npu_autocast_run_as_outside_it(tmp_path):
+    # kornia's gaussian kernels make torch.tensor(..., device=sigma.device) under autocast: the
+    # emulation's probe of autocast's casts ran aten.detach_ on the data of a view and failed
+    (tmp_path / "views.py").write_text(AUTOCAST_VIEWS)
+    proc = emulate(["-q", "views.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "torch.float32 npu:0 torch.Size([2, 3])"

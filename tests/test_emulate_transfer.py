@@ -157,3 +157,164 @@ def test_strict_names_what_the_migration_does_not_cover(tmp_path):
     line = next(i for i, text in enumerate(TRAIN.splitlines(), 1) if text.startswith("with torch.amp.autocast"))
     errors = [e for e in proc.stderr.splitlines() if e.startswith("transplant emulate: error:")]
     assert errors == [f'transplant emulate: error: train.py:{line}: autocast("cuda") (CUDA use; --strict)'], proc.stderr
+
+
+# --------------------------------------------------------------------------- each patch, by release
+
+# Every table of transplant/transfer_api.py is torch_npu 26.0's (Ascend/pytorch v2.10.0-26.0.0); what a
+# later release adds is transfer_api.ADDED. `--torch-npu` picks the release the emulation applies.
+WRAPPED = """
+import torch
+from transplant.transfer_api import CUDA_FUNCTIONS, MODULE_METHODS, TENSOR_METHODS, TORCH_FUNCTIONS
+
+tables = ((torch, TORCH_FUNCTIONS), (torch.cuda, CUDA_FUNCTIONS), (torch.Tensor, TENSOR_METHODS),
+          (torch.nn.Module, MODULE_METHODS))
+for owner, names in tables:
+    for name in names:
+        function = getattr(owner, name, None)
+        if function is not None and not hasattr(function, "__wrapped__"):
+            print("not wrapped:", owner.__name__, name)
+print("checked", sum(len(names) for _, names in tables))
+"""
+
+
+def test_every_function_of_the_26_0_tables_is_wrapped(tmp_path):
+    (tmp_path / "wrapped.py").write_text(WRAPPED)
+    proc = emulate(["--transfer-to-npu", "--torch-npu", "26.0", "-q", "wrapped.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["checked 73"]  # 46 torch functions, 17 of torch.cuda, 8 + 2 methods
+
+
+MORE = """
+import io
+import warnings
+
+import torch
+import torch.distributed as dist
+
+warnings.simplefilter("ignore")
+
+
+def load():
+    buffer = io.BytesIO()
+    torch.save(torch.ones(1), buffer)
+    buffer.seek(0)
+    return torch.load(buffer, map_location="cuda").device
+
+
+def cuda_device():
+    with torch.cuda.device("cuda:1"):
+        return torch.cuda.current_device()
+
+
+def device_context():
+    with torch.device("cuda:1"):
+        return torch.ones(1).device
+
+
+def group(backend):
+    dist.init_process_group(backend, rank=0, world_size=1, store=dist.HashStore())
+    try:
+        return "initialised"
+    finally:
+        dist.destroy_process_group()
+
+
+def default_device():
+    torch.set_default_device("cuda")
+    try:
+        return torch.ones(1).device
+    finally:
+        torch.set_default_device("cpu")
+
+
+checks = {
+    "torch.load map_location": load,
+    "torch.cuda.device": cuda_device,
+    "DeviceContext": device_context,
+    "set_default_device": default_device,
+    "Module.to_empty": lambda: next(torch.nn.Linear(1, 1).to_empty(device="cuda").parameters()).device,
+    "cuda.memory_allocated": lambda: type(torch.cuda.memory_allocated("cuda:0")).__name__,
+    "cuda.synchronize": lambda: torch.cuda.synchronize("cuda:1"),
+    "cuda.amp namespace": lambda: torch.cuda.amp.autocast is torch.npu.amp.autocast,
+    "cuda.random namespace": lambda: torch.cuda.manual_seed is torch.npu.manual_seed,
+    "CUDAGraph": lambda: torch.cuda.CUDAGraph,
+    "backend map": lambda: "cuda" in dist.Backend.default_device_backend_map,
+    "nccl backend": lambda: group("nccl"),
+    "backend string": lambda: group("cpu:gloo,cuda:nccl"),
+    "TypedStorage.is_cuda": lambda: torch.ones(1).cuda().storage().is_cuda,
+}
+for label, check in checks.items():
+    try:
+        print(f"{label}: {check()}")
+    except Exception as exc:
+        print(f"{label}: {type(exc).__name__}: {str(exc).split(':')[0]}")
+"""
+
+# label -> the release it appeared in, and what the program prints under that release
+IN_26_0 = {
+    "torch.load map_location": "npu:0",
+    "torch.cuda.device": "1",
+    "DeviceContext": "npu:1",  # (the factories the context knows are cached before they are wrapped)
+    "set_default_device": "npu:0",
+    "Module.to_empty": "npu:0",
+    "cuda.memory_allocated": "int",
+    "cuda.synchronize": "None",
+    "cuda.amp namespace": "True",
+    "cuda.random namespace": "True",
+    "CUDAGraph": "<torch_npu.npu.NPUGraph: not emulated>",  # it is NPUGraph (which refuses when used)
+    "backend map": "False",
+    "nccl backend": "initialised",
+    "backend string": "initialised",  # "cpu:gloo,cuda:hccl" in 26.0
+    "TypedStorage.is_cuda": "False",
+}
+# what 26.1 prints otherwise (transfer_api.ADDED)
+IN_26_1 = {
+    "backend string": "initialised",  # "cpu:gloo,npu:hccl": one library for both devices on the CPU backing
+    "TypedStorage.is_cuda": "True",
+}
+
+
+@pytest.mark.parametrize("release", ["26.0", "26.1", "26.2"])
+def test_the_patches_of_each_release(tmp_path, release):
+    (tmp_path / "more.py").write_text(MORE)
+    proc = emulate(["--transfer-to-npu", "--torch-npu", release, "-q", "more.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"(torch_npu {release})" in proc.stderr
+    expected = {**IN_26_0, **(IN_26_1 if release != "26.0" else {})}
+    assert dict(line.split(": ", 1) for line in proc.stdout.splitlines()) == expected
+
+
+def test_the_rewrites_added_after_26_0_by_release(monkeypatch):
+    """The two argument rewrites that later releases widened, on the emulation's own wrappers."""
+    from transplant.emulate import RELEASE_ENV, transfer
+
+    def seen(*args, **kwargs):
+        return args, kwargs
+
+    got = {}
+    for release in ("26.0", "26.1", "26.2"):
+        monkeypatch.setenv(RELEASE_ENV, release)
+        backend = transfer.hccl(seen)("cpu:gloo,cuda:nccl", backend="nccl")
+        ids = transfer.moving(seen)(device_ids=("cuda:0", 1))[1]["device_ids"]
+        got[release] = (backend[0][0], backend[1]["backend"], ids)
+    assert got == {
+        "26.0": ("cpu:gloo,cuda:hccl", "hccl", ("cuda:0", 1)),  # a tuple of device ids is left as it is
+        "26.1": ("cpu:gloo,npu:hccl", "hccl", ("cuda:0", 1)),  # "backend string cuda"
+        "26.2": ("cpu:gloo,npu:hccl", "hccl", ("npu:0", 1)),  # "tuple device_ids" (an int stays an int)
+    }
+
+
+def test_every_patch_a_later_release_added_is_tested_or_named_as_not_emulated():
+    from transplant.transfer_api import ADDED, NOT_EMULATED, RELEASES_COVERED
+
+    tested = {"backend string cuda", "tuple device_ids", "TypedStorage.is_cuda", "torch.cuda.default_generators"}
+    assert set(ADDED) - set(NOT_EMULATED) == tested
+    assert set(ADDED.values()) <= set(RELEASES_COVERED) and RELEASES_COVERED[0] == "26.0"
+
+
+def test_an_unknown_release_is_a_one_line_error(tmp_path):
+    (tmp_path / "plain.py").write_text("print(1)\n")
+    proc = emulate(["--transfer-to-npu", "--torch-npu", "7.3", "plain.py"], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--torch-npu" in proc.stderr.strip().splitlines()[-1]

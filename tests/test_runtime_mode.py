@@ -102,6 +102,45 @@ def test_the_full_conversion_of_the_same_project_changes_what_runtime_mode_leave
     assert all(REASON not in row["Message"] for row in rows(full))
 
 
+def test_lightning_accelerator_strings_get_the_full_conversions_report_in_runtime_mode(tmp_path):
+    # The migration never sees Lightning's accelerator="gpu"/"cuda", devices= or gpus= (Lightning picks
+    # its CUDA accelerator from them). The full conversion keeps them and reports each (TP207: there is
+    # no NPU accelerator upstream); runtime mode must say the same, in Python and in a YAML config.
+    project = FIXTURES / "lightning"
+
+    def findings(mode: str) -> list[str]:
+        proc = transplant(["--mode", mode, "--check", "train.py", "configs/trainer.yaml"], project)
+        assert proc.returncode == 1, proc.stderr
+        return [line for line in proc.stdout.splitlines() if " TP207 " in line]
+
+    full, runtime = findings("full"), findings("runtime")
+    assert runtime == full
+    assert [line.split(" TP207 ")[0] for line in runtime] == [
+        "train.py:7:37:",  # accelerator="gpu"
+        "train.py:8:27:",  # gpus=1
+        "train.py:8:42:",  # accelerator="cuda"
+        "train.py:9:35:",  # Fabric(accelerator="cuda")
+        "configs/trainer.yaml:2:16:",  # accelerator: gpu (not accelerator_name, nor accelerator="cpu")
+    ]
+    got = convert_tree(project, tmp_path / "out", "--mode", "runtime")
+    train = (got / "train.py").read_text()
+    for kept in ('accelerator="gpu", devices=2', "gpus=1", 'torch.ones(2, device="cuda")'):
+        assert kept in train, kept
+    assert SWITCH in train
+    assert (got / "configs" / "trainer.yaml").read_text() == (project / "configs" / "trainer.yaml").read_text()
+
+
+@pytest.mark.parametrize("release, changed", [("26.0", True), ("26.1", False), ("26.2", False)])
+def test_a_backend_string_with_cuda_changes_for_the_releases_whose_migration_leaves_it(tmp_path, release, changed):
+    # 26.0's migration makes "cpu:gloo,cuda:nccl" "cpu:gloo,cuda:hccl" (no CUDA device on an NPU
+    # machine); from 26.1 on it is "cpu:gloo,npu:hccl" (transfer_api.ADDED["backend string cuda"])
+    source = 'import torch.distributed as dist\n\ndist.init_process_group("cpu:gloo,cuda:nccl")\ndist.init_process_group(backend="nccl")\n'
+    (tmp_path / "pg.py").write_text(source)
+    diff = transplant(["--mode", "runtime", "--torch-npu", release, "--diff", "pg.py"], tmp_path)
+    assert ('+dist.init_process_group("cpu:gloo,npu:hccl")' in diff.stdout) is changed, diff.stdout + diff.stderr
+    assert 'backend="hccl"' not in diff.stdout  # a plain "nccl": every release rewrites it
+
+
 def test_runtime_mode_is_idempotent(tmp_path):
     once = convert_tree(FIXTURES / "project", tmp_path / "one", "--mode", "runtime")
     shutil.rmtree(tmp_path / "one" / "project_msft" / "configs")  # (keep the second input small)
@@ -152,12 +191,42 @@ def test_the_mode_comes_from_pyproject_and_bad_values_are_one_line_errors(tmp_pa
         ("library.py", "import torch\n\n\ndef f():\n    return torch.ones(1)\n", False),
         ("stdlib_main.py", "import sys\n\nif __name__ == '__main__':\n    print(sys.argv)\n", False),
         ("loop_no_torch.py", "import sys\n\nfor a in sys.argv:\n    print(a)\n", False),
+        # a program of other libraries that never names CUDA: the migration changes nothing it runs
+        ("numpy_main.py", "import numpy as np\n\nif __name__ == '__main__':\n    print(np.ones(1))\n", False),
+        # ... and one that hands "cuda" to a library, which passes it on to torch
+        (
+            "hf_main.py",
+            "from transformers import pipeline\n\nif __name__ == '__main__':\n    pipeline('x', device='cuda')\n",
+            True,
+        ),
+        ("from_torch.py", "from torch import nn\n\nif __name__ == '__main__':\n    print(nn.Linear(1, 1))\n", True),
     ],
 )
 def test_which_python_files_are_programs(tmp_path, name, source, switched):
     (tmp_path / name).write_text(source)
     diff = transplant(["--mode", "runtime", "--diff", name], tmp_path)
     assert (SWITCH in diff.stdout) is switched, diff.stdout + diff.stderr
+
+
+def test_a_program_gets_the_switch_when_the_project_modules_it_imports_reach_torch(tmp_path):
+    # main.py names neither torch nor CUDA; the module it imports (and the one that imports) does
+    (tmp_path / "main.py").write_text("import helpers\n\nif __name__ == '__main__':\n    helpers.run()\n")
+    (tmp_path / "helpers.py").write_text("from models import build\n\n\ndef run():\n    return build()\n")
+    (tmp_path / "models.py").write_text("import torch\n\n\ndef build():\n    return torch.nn.Linear(1, 1)\n")
+    # look-alike: the same program over project modules of plain Python (a data-preparation script)
+    (tmp_path / "prepare.py").write_text(
+        "import numpy\nimport text_io\n\nif __name__ == '__main__':\n    text_io.dump()\n"
+    )
+    (tmp_path / "text_io.py").write_text("import json\n\n\ndef dump():\n    return json.dumps([1])\n")
+    out = convert_tree(tmp_path, tmp_path.parent / "out", "--mode", "runtime")
+    assert SWITCH in (out / "main.py").read_text()
+    assert (out / "prepare.py").read_text() == (tmp_path / "prepare.py").read_text()
+    assert SWITCH not in (out / "helpers.py").read_text() and SWITCH not in (out / "models.py").read_text()
+    # from standard input the project is not read: an import of a module of its own counts
+    stdin = transplant(
+        ["--mode", "runtime", "-"], tmp_path, stdin="from . import helpers\n\nif __name__ == '__main__':\n    pass\n"
+    )
+    assert SWITCH in stdin.stdout, stdin.stderr
 
 
 def test_where_the_switch_goes(tmp_path):
@@ -243,6 +312,49 @@ def test_a_program_in_runtime_mode_runs_under_the_migration_as_the_original_on_t
     # a launch that says "0" wins over the program's setdefault: no migration, and "cuda" fails
     off = emulate(["-q", "prog.py"], tmp_path, TORCH_TRANSFER_TO_NPU="0")
     assert "runtime migration (transfer_to_npu) is on" not in off.stderr
+
+
+DEVICE_TESTS = """
+import torch
+
+
+class Trainer:
+    def __init__(self, args):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.args = args
+
+    def run(self):
+        x = torch.ones(2).to(self.device)
+        print("made", self.device.type == "cuda", self.args.device.type == "cuda")
+        print("tensor", x.device.type == "cuda")
+
+
+class Args:
+    device = torch.device("cuda")
+
+
+if __name__ == "__main__":
+    Trainer(Args()).run()
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs PyTorch: .ci/run installs the CPU wheel")
+def test_device_tests_of_a_device_the_program_made_decide_as_on_the_zero_edit_path(tmp_path):
+    from test_emulate import emulate
+
+    (tmp_path / "prog.py").write_text(DEVICE_TESTS)
+    zero = emulate(["--transfer-to-npu", "-q", "prog.py"], tmp_path)
+    assert zero.returncode == 0, zero.stderr
+    # the migration leaves a torch.device the program made CUDA's; the tensor it moved is on the NPU
+    assert zero.stdout.splitlines() == ["made True True", "tensor False"]
+    converted = transplant(["--mode", "runtime", "--in-place", "-q", "prog.py"], tmp_path)
+    assert converted.returncode in (0, 1), converted.stderr
+    text = (tmp_path / "prog.py").read_text()
+    assert 'self.device.type == "cuda", self.args.device.type == "cuda"' in text
+    assert 'x.device.type == "npu"' in text
+    mode = emulate(["--transfer-to-npu", "-q", "prog.py"], tmp_path)
+    assert mode.returncode == 0, mode.stderr
+    assert mode.stdout.splitlines() == ["made True True", "tensor True"]
 
 
 def test_distributed_and_accuracy_modes_refuse_runtime_mode(tmp_path):

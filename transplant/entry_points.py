@@ -13,7 +13,11 @@ launch that sets the variable, "0" included, wins), and a shell script that star
 A Python file is a program when it has a module-level ``if __name__ == "__main__":``, or imports
 torch (or torchvision, torchaudio, ...) itself and either starts with ``#!`` or runs a loop or a
 ``with`` block at module level (a script such as nanoGPT's train.py), outside the project's own
-packages (minGPT's ``mingpt/bpe.py`` has a demo under its guard). A module the project only
+packages (minGPT's ``mingpt/bpe.py`` has a demo under its guard). A program under its guard gets the
+switch only where the migration can matter: it imports torch itself, names CUDA (``cuda``, ``nccl``:
+a string a library may hand to torch), or imports a module of the project that does so, followed
+``MAX_HOPS`` imports deep (``reaches_cuda``). A data-preparation script that imports numpy and a
+tokenizer (nanoGPT's openwebtext ``prepare.py``) runs the same without it. A module the project only
 imports gets nothing: setting the variable there would switch the migration on for whoever imports
 it, and in most orders it would come after torch is imported anyway. A file that names the
 variable already is left as it is (a second conversion changes nothing).
@@ -25,6 +29,7 @@ import ast
 import re
 import sys
 
+from .project.modules import ModuleIndex, on_disk
 from .records import CODES, OPERATION, Conversion, Record
 from .transfer_api import ENV
 
@@ -35,6 +40,11 @@ COMMENT = b"  # transplant --mode runtime: torch_npu's runtime migration"
 # a shell line that starts Python (a script, a module, or a launcher of Python processes)
 _STARTS_PYTHON = re.compile(rb"(?m)^[^#\n]*\b(?:python[0-9.]*|torchrun|accelerate\s+launch|deepspeed)\b")
 _TORCH_ROOT = re.compile(r"^torch")
+# what the migration can change, in a file's bytes: an import of torch (or torchvision, ...), a CUDA
+# name or string (torch.cuda, .cuda(), "cuda", "nccl")
+_MIGRATION_WORDS = re.compile(rb"(?m)^[ \t]*(?:import|from)[ \t]+torch|cuda|nccl")
+MAX_HOPS = 3  # project modules followed from a program when looking for torch or CUDA
+MAX_FILES = 64  # at most this many of them read
 # (Python 3.9 lacks the list: the modules such scripts import most stand in)
 STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "__future__", "argparse", "ast", "collections", "dataclasses", "functools", "glob", "itertools", "json",
@@ -70,6 +80,52 @@ def _imports_beyond_stdlib(tree: ast.Module) -> bool:
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] not in STDLIB for a in node.names):
             return True
         if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in STDLIB):
+            return True
+    return False
+
+
+def reaches_cuda(data: bytes, importer: str, packages: frozenset[str], root: str = "") -> bool:
+    """Can the migration change anything the program ``data`` runs: does it import torch or name CUDA,
+    itself or in a module of the project it imports (``MAX_HOPS`` deep)? ``importer``: the file on
+    disk ("" for standard input: then an import of the project's own ``packages``, or a relative one,
+    counts as reaching CUDA, unread)."""
+    if _MIGRATION_WORDS.search(data):
+        return True
+    if not importer:
+        tree = _parse(data)
+        return tree is None or _imports_project(tree, packages)
+    index = ModuleIndex(root)
+    seen = {importer}
+    layer = [(importer, data)]
+    for _ in range(MAX_HOPS):
+        following = []
+        for path, source in layer:
+            for found in index.imports(source, path):
+                if found in seen or len(seen) >= MAX_FILES:
+                    continue
+                seen.add(found)
+                read = index.source(found)
+                if read is None:
+                    continue
+                if _MIGRATION_WORDS.search(read[0]):
+                    return True
+                following.append((found, read[0]))
+        layer = following
+    return False
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _imports_project(tree: ast.Module, packages: frozenset[str]) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in packages):
+            return True
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in packages for a in node.names):
             return True
     return False
 
@@ -134,9 +190,12 @@ def in_package(path: str, packages: frozenset[str]) -> bool:
     return len(parts) > 1 and parts[0] in packages and parts[-1] != "__main__.py"
 
 
-def switch_python(data: bytes, conv: Conversion, path: str = "", packages: frozenset[str] = frozenset()) -> Conversion:
+def switch_python(
+    data: bytes, conv: Conversion, path: str = "", packages: frozenset[str] = frozenset(), root: str = ""
+) -> Conversion:
     """``conv`` (the engine's result for ``data``) with the switch inserted when the file is a program
-    (``path`` and the project's own ``packages``: see in_package)."""
+    that can reach CUDA (``path`` and the project's own ``packages``: see in_package; ``root``: the
+    input folder in repository mode, where the project's modules are read: see reaches_cuda)."""
     if ENV.encode() in data or in_package(path, packages):
         return conv
     source = conv.new if conv.new is not None else data
@@ -144,7 +203,7 @@ def switch_python(data: bytes, conv: Conversion, path: str = "", packages: froze
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return conv
-    if not is_program(source, tree):
+    if not is_program(source, tree) or not reaches_cuda(data, on_disk(root, path), packages, root):
         return conv
     where = _insertion_line(tree)
     if where is None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .rule_versions import version_key
 from .transfer_api import (
+    ADDED,
     CUDA_FUNCTIONS,
     NAMESPACES,
     OTHER_CALLS,
@@ -28,6 +29,7 @@ from .transfer_api import (
     SINCE_RELEASE,
     TORCH_FUNCTIONS,
     TWIN_MEMBERS,
+    added_in,
 )
 
 if TYPE_CHECKING:
@@ -85,6 +87,10 @@ WHY_RENAME = (
     "{old}: the runtime migration leaves it as it is (it copies only torch_npu.npu's own names into torch.cuda)"
 )
 WHY_ENV = "the runtime migration does not rename environment variables: an NPU reads {new}"
+WHY_BACKEND_CUDA = (
+    "torch_npu {release}'s runtime migration makes 'nccl' 'hccl' in a backend string but leaves 'cuda' "
+    "(it becomes 'npu' from {since} on)"
+)
 WHY_OTHER = "not among what the runtime migration patches"
 WHY_UNKNOWN = "where this value goes is not known here: changed as in the full conversion"
 WHY_BY_CODE = {  # the other file kinds (explain): what the migration never sees
@@ -188,26 +194,23 @@ def _last_name(node: Any) -> str | None:
 
 
 def _runtime_device(node: Any) -> bool:
-    """Is ``node`` a device the runtime hands out: ``x.device.type`` (``.index``), the ``.device`` of
-    a tensor's name, of a call's or an item's result (``next(m.parameters()).device``, ``xs[0].device``),
-    or ``str()`` of one? The ``.device`` of the names in PROGRAM_OWNERS (``args.device``,
-    ``self.device``) is the program's own value (the migration leaves it "cuda"); so is a
-    ``torch.device`` the program makes, unless it is tested through ``.device.type``, which reads as a
-    tensor's."""
+    """Is ``node`` a device the runtime hands out: the ``.device`` of a tensor's name or attribute
+    (``x.device``, ``self.weight.device``), of a call's or an item's result
+    (``next(m.parameters()).device``, ``xs[0].device``), its ``.type`` or ``.index``, or ``str()`` of
+    one? The ``.device`` of the names in PROGRAM_OWNERS (``args.device``, ``self.device``,
+    ``self.cfg.device``, and their ``.type``) is the program's own value: a ``torch.device("cuda")``
+    the program made stays CUDA's under the migration, so a test of its type is right as written; so is
+    a device the program holds under any other name (``device.type``)."""
     import libcst as cst
 
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "str" and node.args:
         return _runtime_device(node.args[0].value)
     if isinstance(node, cst.Attribute) and node.attr.value in ("type", "index"):
-        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "device"
+        return _runtime_device(node.value)
     if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
         return False
     owner = node.value
-    return (
-        isinstance(owner, (cst.Call, cst.Subscript))
-        or isinstance(owner, cst.Name)
-        and owner.value not in PROGRAM_OWNERS
-    )
+    return isinstance(owner, (cst.Call, cst.Subscript)) or _last_name(owner) not in (PROGRAM_OWNERS | {None})
 
 
 def _callee(state: Any, call: Any) -> tuple[str, bool]:
@@ -302,7 +305,12 @@ def judge(state: Any, anchor: cst.CSTNode, kind: str, rule: Any, api: str, new: 
             return None
         return WHY_OTHER
     if kind == "args" and "hccl" in new and (rule is None or rule.get("func_name") in BACKEND_CALLS):
-        return None  # the process group's "nccl" (a value, or an argument of init_process_group): rewritten
+        # the process group's "nccl" (a value, or an argument of init_process_group): rewritten, and
+        # the "cuda" of "cpu:gloo,cuda:nccl" by the releases that rewrite it too
+        release = state.rules.torch_npu
+        if not added_in("backend string cuda", release) and "cuda" in state.module.code_for_node(anchor):
+            return WHY_BACKEND_CUDA.format(release=release, since=ADDED["backend string cuda"])
+        return None
     if kind == "device":
         return _judge_device(state, anchor)
     if kind == "env":

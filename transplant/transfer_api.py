@@ -8,6 +8,8 @@ migration what it patches). Facts from torch_npu's source (``SOURCE``), never it
 
 from __future__ import annotations
 
+from .rule_versions import version_key
+
 ENV = "TORCH_TRANSFER_TO_NPU"
 SOURCE = (
     "Ascend/pytorch torch_npu/contrib/transfer_to_npu.py (commit 69ada4e; the older 023ee49 lacks the "
@@ -16,6 +18,32 @@ SOURCE = (
 )
 # the first torch_npu release that reads TORCH_TRANSFER_TO_NPU (rule_versions.RELEASES)
 SINCE_RELEASE = "26.0"
+# The releases whose migration is known here, from transfer_to_npu.py on Ascend/pytorch's branches
+# v2.10.0-26.0.0 (39b9d521e, 2026-04-13), v2.12.0-26.1.0 (33bda32cd, 2026-06-29) and master for the
+# pre-release 26.2 (ee15004fe, 2026-08-13). Every entry of the tables below is in 26.0 (and in the
+# older 69ada4e of SOURCE); what a later release adds is in ADDED, with the release.
+RELEASES_COVERED = ("26.0", "26.1", "26.2")
+ADDED = {
+    # init_process_group / _new_group_with_tag: "cuda" -> "npu" in the backend string, beside "nccl" ->
+    # "hccl" ("cpu:gloo,cuda:nccl" -> "cpu:gloo,npu:hccl"; commit 5112187ba)
+    "backend string cuda": "26.1",
+    "torch.cuda.default_generators": "26.1",  # torch_npu.npu.default_generators
+    "TypedStorage.is_cuda": "26.1",  # TypedStorage.is_npu
+    "tuple device_ids": "26.2",  # DDP/DeviceMesh device_ids given as a tuple (commit 7ac872e8a; a list before)
+    "torch.cuda.memory._dump_snapshot": "26.2",  # torch.npu.memory._dump_snapshot (commit 8fba6a1d1)
+}
+# what the emulation (emulate/transfer.py) does not reproduce, with why
+NOT_EMULATED = {
+    "torch.cuda.memory._dump_snapshot": "the emulated torch_npu keeps no memory snapshots",
+    "apis_config.json": "the wrapping of third-party functions that torch_npu's apis_config.json lists (its data)",
+    "dynamo and inductor": "dynamo's disallowed callables, inductor's has_triton and get_gpu_type (dynamo does not run)",
+}
+
+
+def added_in(patch: str, release: str) -> bool:
+    """Does the migration of torch_npu ``release`` make the later patch ``patch`` (a key of ADDED)?"""
+    return version_key(release) >= version_key(ADDED[patch])
+
 
 # torch functions whose device arguments the migration rewrites
 TORCH_FUNCTIONS = (

@@ -29,8 +29,10 @@ user's), and no other command loads it; the converter never imports it.
 Settings travel in environment variables (so processes the script starts are emulated alike):
 TRANSPLANT_EMULATE_BACKING (cpu|cuda), TRANSPLANT_EMULATE_STRICT (1 = strict),
 TRANSPLANT_EMULATE_DEVICE_IDENTITY (0 = --no-device-identity; identity is the default), TRANSPLANT_EMULATE_QUIET (1 = -q),
-TRANSPLANT_EMULATE_NPUS (how many NPUs, default 8), TRANSPLANT_EMULATE_PACKAGE (the folder of this
-transplant package: a child run by another Python, one transplant is not installed in, loads it from there).
+TRANSPLANT_EMULATE_NPUS (how many NPUs, default 8), TRANSPLANT_EMULATE_TORCH_NPU (the torch_npu release
+whose runtime migration --transfer-to-npu applies: --torch-npu), TRANSPLANT_EMULATE_PACKAGE (the folder
+of this transplant package: a child run by another Python, one transplant is not installed in, loads it
+from there).
 """
 
 BACKING_ENV = "TRANSPLANT_EMULATE_BACKING"
@@ -39,6 +41,7 @@ IDENTITY_ENV = "TRANSPLANT_EMULATE_DEVICE_IDENTITY"
 QUIET_ENV = "TRANSPLANT_EMULATE_QUIET"
 NPUS_ENV = "TRANSPLANT_EMULATE_NPUS"
 PACKAGE_ENV = "TRANSPLANT_EMULATE_PACKAGE"  # (spelled out in shim/torch_npu, which cannot import this)
+RELEASE_ENV = "TRANSPLANT_EMULATE_TORCH_NPU"
 BACKINGS = ("cpu", "cuda")
 
 

@@ -1,4 +1,4 @@
-"""`transplant emulate [--backing cpu|cuda] [--strict] [--[no-]device-identity] [-q] [--force-emulation] (SCRIPT | -m MODULE) [ARGS...]`.
+"""`transplant emulate [--backing cpu|cuda] [--strict] [--[no-]device-identity] [-q] [--transfer-to-npu [--torch-npu RELEASE]] [--force-emulation] (SCRIPT | -m MODULE) [ARGS...]`.
 
 Checks the request (the script or module exists, torch is importable, no real torch_npu would be
 shadowed, the CUDA backing has a GPU), says on stderr that it runs the user's code because asked,
@@ -20,11 +20,13 @@ import runpy
 import sys
 from pathlib import Path
 
-from . import BACKING_ENV, BACKINGS, IDENTITY_ENV, PACKAGE_ENV, QUIET_ENV, STRICT_ENV, EmulationError
+from ..rule_versions import DEFAULT_TORCH_NPU
+from ..transfer_api import RELEASES_COVERED
+from . import BACKING_ENV, BACKINGS, IDENTITY_ENV, PACKAGE_ENV, QUIET_ENV, RELEASE_ENV, STRICT_ENV, EmulationError
 
 SHIM = Path(__file__).resolve().parent / "shim"
 EXIT_USAGE = 2
-_VALUED = ("--backing",)  # the options that take a value (as the next word or after "=")
+_VALUED = ("--backing", "--torch-npu")  # the options that take a value (as the next word or after "=")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("TORCH_TRANSFER_TO_NPU") == "1",
         help="run an unconverted CUDA program as torch_npu's zero-edit runtime migration runs it "
         "(TORCH_TRANSFER_TO_NPU=1: torch.cuda is torch_npu.npu, 'cuda' given to the APIs it wraps is 'npu')",
+    )
+    p.add_argument(
+        "--torch-npu",
+        metavar="RELEASE",
+        choices=RELEASES_COVERED,
+        default=os.environ.get(RELEASE_ENV, DEFAULT_TORCH_NPU),
+        help=f"the torch_npu release whose runtime migration applies ({', '.join(RELEASES_COVERED)}; "
+        f"default {DEFAULT_TORCH_NPU}): later releases patch more",
     )
     p.add_argument(
         "-q",
@@ -181,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[STRICT_ENV] = "1" if args.strict else "0"
     os.environ[IDENTITY_ENV] = "1" if args.device_identity else "0"
     os.environ[QUIET_ENV] = "1" if args.quiet else "0"
+    os.environ[RELEASE_ENV] = args.torch_npu
     if args.transfer_to_npu:  # read where the emulated torch_npu is imported, as torch_npu reads it
         os.environ["TORCH_TRANSFER_TO_NPU"] = "1"
     # a child started by another Python (`accelerate` or `torchrun` found on PATH outside this

@@ -96,7 +96,15 @@ class Backing:
         if not isinstance(value, str):
             return value
         value = re.sub(r"\bhccl\b", "gloo" if self.kind == "cpu" else "nccl", value)
-        return re.sub(r"\bnpu:", f"{self.kind}:", value)
+        value = re.sub(r"\bnpu:", f"{self.kind}:", value)
+        pairs = [part.split(":", 1) for part in value.split(",")]
+        if len(pairs) > 1 and all(len(pair) == 2 for pair in pairs):
+            backends = {backend.strip() for _, backend in pairs}
+            if len(backends) == 1:  # "cpu:gloo,npu:hccl" on the CPU: one library for every device
+                return backends.pop()
+            kept = {device.strip(): backend.strip() for device, backend in reversed(pairs)}  # (the first wins)
+            return ",".join(f"{device}:{backend}" for device, backend in reversed(list(kept.items())))
+        return value
 
 
 class NpuDeviceMode(TorchFunctionMode):

@@ -415,7 +415,11 @@ def _NO_AUTOCAST():  # noqa: N802 - a context manager
 
 
 def _probe(op, args, kwargs, tensors) -> dict:
-    """Run ``op`` on the backing data under the backing's autocast, recording the casts only."""
+    """Run ``op`` on the backing data under the backing's autocast, recording the casts only. An
+    in-place op (``detach_``, ``add_``) is cast by no autocast policy and is not run: on the data of a
+    view (an NPU argument's data is a view of a cached flat tensor) ``detach_`` refuses."""
+    if getattr(getattr(op, "_schema", None), "name", "").endswith("_"):
+        return {}
     datas = {id(t): data_of(t) for t in tensors}
     order = [datas[id(t)] for t in tensors]
 

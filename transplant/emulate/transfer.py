@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..rule_versions import DEFAULT_TORCH_NPU
 from ..transfer_api import (  # the migration's facts, shared with the conversion's runtime mode
     CUDA_FUNCTIONS,
     DEVICE_KEYWORDS,
@@ -36,7 +37,9 @@ from ..transfer_api import (  # the migration's facts, shared with the conversio
     SOURCE,
     TENSOR_METHODS,
     TORCH_FUNCTIONS,
+    added_in,
 )
+from . import RELEASE_ENV
 
 __all__ = ["ENV", "SOURCE", "install", "requested", "watch"]
 
@@ -93,9 +96,15 @@ def _keyword(value):
     return value
 
 
+def release() -> str:
+    """The torch_npu release whose migration applies (``--torch-npu``; transfer_api.ADDED)."""
+    return os.environ.get(RELEASE_ENV) or DEFAULT_TORCH_NPU
+
+
 def moving(function: Callable) -> Callable:
     """``function`` with its device arguments rewritten to the NPU."""
     ordinals = getattr(function, "__name__", "") in ORDINAL_METHODS
+    tuples = added_in("tuple device_ids", release())
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -106,6 +115,8 @@ def moving(function: Callable) -> Callable:
         ids = kwargs.get("device_ids")
         if type(ids) is list:
             ids[:] = [_positional(i, ordinals) for i in ids]
+        elif tuples and type(ids) is tuple:
+            kwargs["device_ids"] = tuple(_positional(i, ordinals) for i in ids)
         return function(*args, **kwargs)
 
     return wrapper
@@ -119,14 +130,21 @@ def _wrap_all(owner: Any, names: tuple[str, ...]) -> None:
 
 
 def hccl(function: Callable) -> Callable:
-    """``function`` with "nccl" replaced by "hccl" in its string arguments and ``backend=``."""
+    """``function`` with "nccl" replaced by "hccl" in its string arguments and ``backend=`` (and, from
+    26.1 on, "cuda" by "npu": "cpu:gloo,cuda:nccl" is "cpu:gloo,npu:hccl")."""
+    cuda_too = added_in("backend string cuda", release())
+
+    def backend(value):
+        if type(value) is not str:
+            return value
+        value = value.replace("nccl", "hccl")
+        return value.replace("cuda", "npu") if cuda_too else value
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        args = tuple(a.replace("nccl", "hccl") if type(a) is str and "nccl" in a else a for a in args)
-        backend = kwargs.get("backend")
-        if type(backend) is str and "nccl" in backend:
-            kwargs["backend"] = backend.replace("nccl", "hccl")
+        args = tuple(backend(a) for a in args)
+        if "backend" in kwargs:
+            kwargs["backend"] = backend(kwargs["backend"])
         return function(*args, **kwargs)
 
     return wrapper
@@ -248,6 +266,11 @@ def install(torch_npu: types.ModuleType) -> None:
     from . import strict
 
     strict.migrated()  # names the migration answers for are no CUDA use any more
+    import torch.utils._device as device_context
+
+    # the factories a device context gives its device, cached before they are wrapped, as torch_npu
+    # does at its import: a wrapper is not among them, and `with torch.device("cuda")` would make CPU tensors
+    device_context._device_constructors()
     _namespaces()
     _wrap_all(torch.cuda, CUDA_FUNCTIONS)
     cuda_device: Any = torch.cuda.device
@@ -265,6 +288,11 @@ def install(torch_npu: types.ModuleType) -> None:
     tensor.cuda = tensor.npu
     tensor.is_cuda = tensor.is_npu
     torch.cuda.DoubleTensor = torch_npu.npu.FloatTensor  # type: ignore[attr-defined]  # as torch_npu does
+    if added_in("torch.cuda.default_generators", release()):
+        torch.cuda.default_generators = torch_npu.npu.default_generators
+    if added_in("TypedStorage.is_cuda", release()):
+        typed: Any = torch.storage.TypedStorage
+        typed.is_cuda = property(lambda self: self._untyped_storage.device.type == "npu")  # TypedStorage.is_npu
     _wrap_all(torch.nn.Module, MODULE_METHODS)
     module: Any = torch.nn.Module
     module.cuda = module.npu
@@ -274,8 +302,6 @@ def install(torch_npu: types.ModuleType) -> None:
         torch.cuda.CUDAGraph = graph  # type: ignore[misc]
     ddp: Any = torch.nn.parallel.DistributedDataParallel
     ddp.__init__ = moving(ddp.__init__)
-    import torch.utils._device as device_context
-
     context: Any = device_context.DeviceContext
     context.__init__ = moving(context.__init__)
     warnings.warn(
@@ -296,7 +322,8 @@ def install(torch_npu: types.ModuleType) -> None:
             allowed[i] = torch.Tensor.to
             break
     print(
-        "transplant emulate: torch_npu's runtime migration (transfer_to_npu) is on: torch.cuda is torch_npu.npu",
+        f"transplant emulate: torch_npu's runtime migration (transfer_to_npu) is on (torch_npu {release()}): "
+        "torch.cuda is torch_npu.npu",
         file=sys.stderr,
         flush=True,
     )

@@ -51,7 +51,7 @@ def convert(path: str, data: bytes, session: Session) -> Conversion:
             conv = Conversion(conv.new, sorted(kept + found, key=lambda r: (r.line, r.col)), unreached=conv.unreached)
     conv = _library_context(data, conv, session)
     if session.rules.mode == "runtime" and not skips_file(data):
-        conv = switch_python(data, conv, path, facts.own_packages)
+        conv = switch_python(data, conv, path, facts.own_packages, facts.root)
     if facts.hccl_choosers:  # backend=get_nccl_backend(): the project's own choice
         from ..project.backends import settle
 
