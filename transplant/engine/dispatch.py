@@ -54,23 +54,25 @@ class Dispatch(cst.CSTTransformer):
         return updated_node if func is None else func(self, original_node, updated_node)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        kind = type(node)
-        table = self._visit_attrs.get(kind)
-        if table is None:
-            table = self._visit_attrs[kind] = {}
-        func = table.get(attribute, _UNKNOWN)
-        if func is _UNKNOWN:
-            func = table[attribute] = getattr(type(self), f"visit_{kind.__name__}_{attribute}", None)
+        func = _attribute_handler(self._visit_attrs, type(self), "visit", type(node), attribute)
         if func is not None:
             func(self, node)
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        kind = type(original_node)
-        table = self._leave_attrs.get(kind)
-        if table is None:
-            table = self._leave_attrs[kind] = {}
-        func = table.get(attribute, _UNKNOWN)
-        if func is _UNKNOWN:
-            func = table[attribute] = getattr(type(self), f"leave_{kind.__name__}_{attribute}", None)
+        func = _attribute_handler(self._leave_attrs, type(self), "leave", type(original_node), attribute)
         if func is not None:
             func(self, original_node)
+
+
+def _attribute_handler(
+    tables: dict[type, dict[str, Callable[..., Any] | None]], cls: type, prefix: str, kind: type, attribute: str
+) -> Callable[..., Any] | None:
+    """``cls``'s ``visit_Call_func`` (prefix "visit") for the attribute ``func`` of a Call, or None;
+    looked up once per class, node type and attribute."""
+    table = tables.get(kind)
+    if table is None:
+        table = tables[kind] = {}
+    func = table.get(attribute, _UNKNOWN)
+    if func is _UNKNOWN:
+        func = table[attribute] = getattr(cls, f"{prefix}_{kind.__name__}_{attribute}", None)
+    return func
