@@ -87,7 +87,9 @@ async def over_stdio(text: str, repeat: int) -> list[float]:
             client.text_document_did_change(
                 lsp.DidChangeTextDocumentParams(lsp.VersionedTextDocumentIdentifier(version=version, uri=uri), [change])
             )
-            arrived, _ = await published.get()
+            arrived, params = await published.get()
+            while params.version != version:  # a late publication of an earlier version: not this change's
+                arrived, params = await published.get()
             times.append(arrived - start)
         await client.shutdown_async(None)
         client.exit(None)

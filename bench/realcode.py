@@ -250,7 +250,7 @@ def part_lsp(trees: list[Tree], args: argparse.Namespace) -> None:
         done = subprocess.run(
             [sys.executable, str(HERE / "lsp_refresh.py"), "--repeat", str(args.lsp_repeat)],
             env=tree.env,
-            cwd=ROOT,
+            cwd=WORK,  # (not the checkout: "python -m transplant lsp" would import this checkout's server)
             capture_output=True,
             text=True,
         )
