@@ -254,9 +254,28 @@ def test_user_shell_commands_are_trigger_words() -> None:
     source = b"import subprocess\nsubprocess.run(['gpustat'])\n"
     assert not cached_ruleset().may_match(source)
     with_user = cached_ruleset((str(FIXTURES / "rules" / "commands_user.json"),))
-    assert with_user.may_match(source) and b"gpustat" in with_user.triggers
+    assert with_user.may_match(source) and b"gpustat" in with_user.command_triggers
     result = convert_file("gpu.py", source, with_user)
     assert not result.skipped and result.new == b"import subprocess\nsubprocess.run(['npu-smi', 'info'])\n"
+
+
+def test_a_command_word_inside_a_name_is_no_trigger() -> None:
+    # "vllm" is a command word (ShellCommandRule); shellcommands.py never takes it for a command
+    # before a word character, ".", "+" or "-", so such a file is neither parsed nor its statement kept
+    rules = cached_ruleset()
+    assert b"vllm" in rules.command_triggers and b"vllm" not in rules.triggers
+    for quiet in (b"use_vllm_engine = True\n", b"x = args.vllm_tp + 1\n", b"enable_vllm_is_correction: bool = False\n"):
+        assert not rules.may_match(quiet), quiet
+        assert rules.inert_words(quiet, {}) is not None, quiet
+    for runs in (
+        b"import os\nos.system('vllm serve m')\n",
+        b"import subprocess\nsubprocess.run(['vllm', 'serve', 'm'])\n",
+        b"cmd = 'sudo vllm'\n",
+        b"x = 1  # then: vllm\n",
+    ):
+        assert rules.may_match(runs), runs
+    result = convert_file("serve.py", b"import os\nuse_vllm = True\nos.system('vllm serve m')\n", rules)
+    assert any(r.api == "vllm" for r in result.records)
 
 
 @pytest.mark.parametrize(

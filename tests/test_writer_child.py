@@ -47,3 +47,31 @@ def test_stop_ends_a_child_without_a_workbook(tmp_path: Path):
     with pytest.raises(ChildProcessError):  # reaped: no zombie left
         os.waitpid(pid, 0)
     assert not writer_child.write(tmp_path / "child.xlsx", SHEETS)  # nothing to hand it to
+
+
+def test_a_worker_closes_its_copy_of_the_pipe(tmp_path: Path):
+    from transplant.config import RuleOptions
+    from transplant.pool import init_worker
+    from transplant.session import Session, load_rules
+
+    session = Session(load_rules(RuleOptions()))
+    writer_child.start()
+    assert writer_child._child is not None
+    fd = writer_child._child[1]
+    worker = os.fork()
+    if worker == 0:  # as a pool worker forked from the run
+        status = 1
+        try:
+            init_worker(session)
+            try:
+                os.fstat(fd)
+            except OSError:
+                status = 0 if writer_child._child is None else 2
+        finally:
+            os._exit(status)
+    _pid, status = os.waitpid(worker, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    os.fstat(fd)  # the run's own end is open, and the child still writes the workbook
+    assert writer_child.write(tmp_path / "child.xlsx", SHEETS)
+    write_workbook(tmp_path / "here.xlsx", SHEETS)
+    assert (tmp_path / "child.xlsx").read_bytes() == (tmp_path / "here.xlsx").read_bytes()

@@ -51,7 +51,10 @@ GC_THRESHOLDS = (50_000, 20, 100)
 def init_worker(session: Session) -> None:
     """Set up a worker process (of repository mode or the file modes)."""
     global _SESSION
+    from .reports import writer_child
+
     worker_signals()  # the parent handles Ctrl-C and SIGTERM (stopping.py)
+    writer_child.in_worker()  # the workbook child's pipe is the run's alone
     _SESSION = session
     gc.freeze()  # never scan the long-lived objects (modules, rules) that exist before the work starts
     gc.set_threshold(*GC_THRESHOLDS)

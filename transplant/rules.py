@@ -86,6 +86,9 @@ class RuleSet:
     commands: dict[str, Rule] = field(default_factory=dict)  # shell commands (ShellCommandRule)
     library_q: dict[str, Rule] = field(default_factory=dict)  # CUDA-only library module -> rule (prefix)
     triggers: tuple[bytes, ...] = ()  # any one of these (as bytes anywhere) may let a rule match
+    # command words no other rule has: they may let a rule match only where a command can end
+    # (not before a word character, ".", "+" or "-": shellcommands.py), not inside ``use_vllm_engine``
+    command_triggers: tuple[bytes, ...] = ()
     calls: tuple[bytes, ...] = ()  # method names that trigger as calls only (see _call_pattern)
     # qualified rule names: anchor word -> the other words that must also occur as identifiers
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
@@ -101,7 +104,9 @@ class RuleSet:
     # word never needs the other two, and compiling all three is a tenth of a small run's start.
     @cached_property
     def trigger_re(self) -> "re.Pattern[bytes] | None":
-        return _alternation(self.triggers)
+        commands = [re.escape(w) + COMMAND_END for w in self.command_triggers]
+        pattern = b"|".join(filter(None, [_alternatives(self.triggers), *commands]))
+        return re.compile(pattern) if pattern else None
 
     @cached_property
     def call_re(self) -> "re.Pattern[bytes] | None":
@@ -421,7 +426,7 @@ def load_ruleset(
         if rule["name"] not in rs.rename_q:
             _index(rs, rule)
     _add_new_name_aliases(rs)
-    rs.triggers, rs.calls, rs.requires = _triggers(rs)
+    rs.triggers, rs.command_triggers, rs.calls, rs.requires = _triggers(rs)
     rs.index_devices = builtin
     rs.autoload = tuple(int(part) for part in pytorch_version.split(".")) >= AUTOLOAD_SINCE
     return rs
@@ -531,11 +536,19 @@ def _call_pattern(calls: Iterable[bytes]) -> "re.Pattern[bytes] | None":
     return re.compile(b"(?:" + names + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(") if names else None
 
 
-def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
+# what follows a command word where shellcommands.py takes it for a command: no word character, ".",
+# "+" or "-" (its pattern's look-ahead; bytes patterns, so \w is ASCII there as here)
+COMMAND_END = rb"(?![\w.+-])"
+
+
+def _triggers(
+    rs: RuleSet,
+) -> tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
     """What must occur in a source for any rule to change or report something there.
 
-    Returns (words, calls, requires). A rule can match in a file only if one of ``words`` occurs
-    in it as bytes, or one of ``calls`` as the name of a call (``x.to_dense(``: unsupported-API
+    Returns (words, commands, calls, requires). A rule can match in a file only if one of ``words``
+    occurs in it as bytes, one of ``commands`` (command words that are no other rule's word) as bytes
+    that no word character, ".", "+" or "-" follows, or one of ``calls`` as the name of a call (``x.to_dense(``: unsupported-API
     rules on methods, which the engine checks on calls only), or if for some qualified name all
     of its dotted parts occur in it as identifiers (``requires``: one part, the anchor, -> the
     sets of the other parts that go with it).
@@ -559,10 +572,12 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
         rs.args_method,
         rs.env,
         rs.env_prefixes,
-        rs.commands,
     ):
         words.update(table)
     words.update(rs.unsupported_attribute)
+    # a command runs only where shellcommands.py's pattern finds it, which is never before a word
+    # character, ".", "+" or "-": "vllm" in "use_vllm_engine" or "vllm.LLM" runs nothing
+    commands = set(rs.commands) - words
     calls = set(rs.unsupported_method)
     needs: dict[bytes, set[frozenset[bytes]]] = {}
     # device-argument rules whose device defaults to CUDA act on calls without any "cuda" string
@@ -575,4 +590,9 @@ def _triggers(rs: RuleSet) -> tuple[tuple[bytes, ...], tuple[bytes, ...], dict[b
         anchor = max(parts[1:] or parts, key=lambda p: (len(p), p))
         needs.setdefault(anchor.encode(), set()).add(frozenset(p.encode() for p in parts if p != anchor))
     requires = {anchor: tuple(sorted(rests, key=sorted)) for anchor, rests in needs.items()}
-    return (tuple(sorted(w.encode() for w in words)), tuple(sorted(c.encode() for c in calls)), requires)
+    return (
+        tuple(sorted(w.encode() for w in words)),
+        tuple(sorted(c.encode() for c in commands)),
+        tuple(sorted(c.encode() for c in calls)),
+        requires,
+    )

@@ -17,6 +17,7 @@ from ..records import CODES, OPERATION, Record
 from ..rules import Rule, RuleSet
 from . import namespace
 from .bindings import Bindings
+from .dispatch import Dispatch
 from .flow import NO_FLOW, Flow
 from .multi_backend import HELPER, NO_NPU_ARM, PASS_DEVICE
 
@@ -36,7 +37,7 @@ class Pending:
         return self.record.level
 
 
-class State(cst.CSTTransformer):
+class State(Dispatch):
     """The fields and the record keeping shared by the handlers of one traversal."""
 
     def __init__(

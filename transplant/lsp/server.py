@@ -29,7 +29,11 @@ from .analysis import Analysis, Finding, analyse, uri_path
 from .cells import Cell, analyse_cells
 from .textedits import Edit, LineIndex
 
-DEBOUNCE_SECONDS = 0.15  # a burst of keystrokes refreshes once, this long after the last one
+# a burst of keystrokes refreshes once, this long after the last one; an edit that comes after a
+# pause at least this long (a lone change, the first key of a burst) refreshes SETTLE_SECONDS
+# after it: changes a client sends together (an editor's multi-cursor edit, a paste) are taken together
+DEBOUNCE_SECONDS = 0.15
+SETTLE_SECONDS = 0.05
 FIX_ALL = "source.fixAll.transplant"
 SEVERITY = {
     "fix": lsp.DiagnosticSeverity.Warning,
@@ -50,6 +54,7 @@ class TransplantServer(LanguageServer):
         self.shapes: dict[str, tuple[str, ...]] = {}  # notebook uri -> its cells' uris, as last published
         self.analyses: dict[str, tuple[int | None, Analysis]] = {}  # uri -> (version, analysis)
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.edited: dict[str, float] = {}  # uri -> the event loop's time of its last edit (schedule)
         self.settings: dict[str, tuple[float, RuleOptions]] = {}  # pyproject path -> (mtime, options)
         self.reported: set[str] = set()  # settings errors already shown (each once)
         self.rulesets: dict[RuleOptions, RuleSet] = {}  # read once, again after a rule file is saved
@@ -180,13 +185,23 @@ class TransplantServer(LanguageServer):
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics, version))
 
     def schedule(self, uri: str, notebook: bool = False) -> None:
+        """Refresh ``uri`` after an edit: SETTLE_SECONDS after it when the edit before it is
+        DEBOUNCE_SECONDS old or more (a longer wait would only delay the answer), else
+        DEBOUNCE_SECONDS after this one, and once for a burst (an edit while a refresh waits puts it
+        off again)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
+        last = self.edited.get(uri)
+        self.edited[uri] = now
+        burst = handle is not None or (last is not None and now - last < DEBOUNCE_SECONDS)
         action = self.refresh_notebook if notebook else self.refresh
-        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, action, uri)
+        self.pending[uri] = loop.call_later(DEBOUNCE_SECONDS if burst else SETTLE_SECONDS, action, uri)
 
     def forget(self, uri: str) -> None:
+        self.edited.pop(uri, None)
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()

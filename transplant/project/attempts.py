@@ -14,7 +14,7 @@ import ast
 
 from ..records import CODES, Record
 from .library_context import _falls_back
-from .pynames import parse
+from .pynames import nodes, parse
 
 _BROAD = frozenset({"Exception", "BaseException"})
 _CODES = frozenset({CODES["no_counterpart"], CODES["unsupported"], CODES["library"]})
@@ -31,7 +31,7 @@ def _broad(handler: ast.ExceptHandler) -> bool:
 def attempts(tree: ast.Module) -> list[tuple[int, int, int]]:
     """(first line, last line, the handler's line) of the ``try`` bodies that fall back on any error."""
     out = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Try) and node.body:
             handler = next((h for h in node.handlers if _broad(h) and _falls_back(h)), None)
             if handler is not None:
@@ -52,7 +52,7 @@ def demote(data: bytes, records: list[Record]) -> list[Record]:
         return records
     imports = {
         line
-        for node in ast.walk(tree)
+        for node in nodes(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
     }

@@ -24,10 +24,30 @@ def nodes(tree: ast.AST) -> Iterator[ast.AST]:
     and its nodes listed; the trees are never changed once parsed."""
     below = _BELOW.get(tree)
     if below is None:
-        walked = ast.walk(tree)
-        next(walked)
-        below = _BELOW[tree] = list(walked)
+        below = _BELOW[tree] = _walk(tree)[1:]
     return itertools.chain((tree,), below)
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(tree))``, the same nodes in the same order (breadth first, each node's
+    children in the order of its ``_fields``), without ast.walk's generators per node: a
+    list that is its own queue."""
+    out = [tree]
+    node_type, list_type = ast.AST, list
+    append = out.append
+    for node in out:  # (the loop reaches the nodes appended while it runs)
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:
+                continue
+            if isinstance(value, node_type):
+                append(value)
+            elif isinstance(value, list_type):
+                for item in value:
+                    if isinstance(item, node_type):
+                        append(item)
+    return out
 
 
 def bindings(tree: ast.AST) -> dict[str, str]:

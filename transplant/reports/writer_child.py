@@ -84,6 +84,21 @@ def stop() -> None:
     _reap(pid)
 
 
+def in_worker() -> None:
+    """In a worker process forked from the run (pool.py): close the inherited write end of the
+    child's pipe. Only the run writes to it; a worker that kept it open would keep the child
+    waiting after the run itself ended (killed, it never closes its end) until the worker ends too."""
+    global _child
+    if _child is None:
+        return
+    _pid, fd = _child
+    _child = None  # (the worker never writes a workbook nor reaps a process it did not start)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
 def _reap(pid: int) -> int:
     while True:
         try:
