@@ -38,8 +38,8 @@ modes:
       source on standard input; the converted source (or the report, or the diff) on standard output
   transplant lsp
       the language server for editors, on stdin/stdout (needs the lsp extra; see 'transplant lsp --help')
-  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [--transfer-to-npu]
-                     [--force-emulation] [-q] SCRIPT|-m MODULE [ARGS...]
+  transplant emulate [--backing cpu|cuda] [--strict] [--no-device-identity] [--transfer-to-npu
+                     [--torch-npu RELEASE]] [--force-emulation] [-q] SCRIPT|-m MODULE [ARGS...]
       run a converted program with torch_npu emulated on the CPU or a CUDA GPU (runs your code);
       --transfer-to-npu runs an unconverted one as torch_npu's zero-edit runtime migration does
   transplant test-rules [RULES.json...]

@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..rules import Rule
 from .commands import RUNNERS
-from .cst_util import code_of, dotted_parts, make_dotted, string_value
+from .cst_util import code_of, dotted_parts, is_constant, make_dotted, string_value
 from .literals import (
     BACKEND_NAME,
     DEVICE_NAME,
@@ -215,7 +215,7 @@ class CallHandlers(State):
             if replaced is None and string_value(self.expr(rule["arg_old"])) == "nccl":
                 replaced = rewrite_backend_expr(arg.value)  # "cpu:gloo,cuda:nccl"
             if replaced is None:
-                if not _is_constant(original_value) and not self._carried(original_value):
+                if not is_constant(original_value) and not self._carried(original_value):
                     # use_cuda=self._use_cuda: its value is not known here, and no rule sees where it is set
                     name = (
                         arg.keyword.value if arg.keyword else rule.get("arg_name") or f"argument {rule.get('arg_idx')}"
@@ -390,17 +390,3 @@ def _evidently_int(node: cst.BaseExpression) -> bool:
         return True
     parts = dotted_parts(node)
     return parts is not None and bool(parts) and _RANK.search(parts[-1]) is not None
-
-
-def _is_constant(node: cst.BaseExpression) -> bool:
-    """A literal (string, number, True/False/None), possibly negated or in a conditional expression
-    of literals: its value is known where the call is."""
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.Imaginary)):
-        return True
-    if isinstance(node, cst.Name):
-        return node.value in ("True", "False", "None")
-    if isinstance(node, cst.UnaryOperation):
-        return _is_constant(node.expression)
-    if isinstance(node, cst.IfExp):
-        return _is_constant(node.body) and _is_constant(node.orelse)
-    return False

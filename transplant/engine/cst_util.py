@@ -124,3 +124,17 @@ def fix_commas(
 def first_line(code: str) -> str:
     code = code.strip()
     return code.splitlines()[0] if code else ""
+
+
+def is_constant(node: cst.BaseExpression) -> bool:
+    """A literal (string, number, True/False/None), possibly negated or in a conditional expression
+    of literals: its value is known where the call is."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation):
+        return is_constant(node.expression)
+    if isinstance(node, cst.IfExp):
+        return is_constant(node.body) and is_constant(node.orelse)
+    return False

@@ -30,21 +30,17 @@ from .imports import (
     imports_module,
     pruned_aliases,
 )
-from .backend_tables import backend_table_keeps
-from .device_names import accepted_names, registry_keeps
+from .device_names import accepted_names
 from .device_sets import families_finder, families_result
 from .npu_paths import mark_paths
-from .cuda_methods import cuda_method_keeps
-from .own_device import own_device_strings
 from .npu_arms import arms_elsewhere
 from ..project.modules import on_disk
 from .legacy_calls import legacy_fallbacks
-from .cuda_modules import cuda_module_keeps
-from .tf_children import tf_child_keeps, tf_programs
+from .tf_children import tf_programs
 from .passed_options import option_locals
-from .cuda_switches import switch_keeps
 from .multi_backend import OTHER_BYTES, helper_regions
 from .profiler_pairs import profiler_keeps
+from .kept_sources import kept_elsewhere
 from .npu_aware import COLLECTION, NPU_STRING_BYTES, NPU_WORD_BYTES, kept_finder, kept_result
 from .own_attributes import own_attribute_collector, own_attribute_result
 from .phases import timed
@@ -239,22 +235,9 @@ def _regions(
     for node_id, why in helper_regions(module, text, project.npu_support, elsewhere).items():
         npu_kept.setdefault(node_id, why)  # multi-backend helpers of a project that runs on NPU
     kept = dict(npu_kept)
-    for node_id, why in own_attribute_result(collector, rules.rename_attribute, npu_kept).items():
-        kept.setdefault(node_id, why)  # the project's own flags named like a renamed attribute
-    for node_id, why in tf_child_keeps(module, rules, children).items():
-        kept.setdefault(node_id, why)  # CUDA_VISIBLE_DEVICES set for a TensorFlow child process
-    for node_id, why in cuda_method_keeps(module, text).items():
-        kept.setdefault(node_id, why)  # torch.cuda.cudart().cudaHostRegister(...): CUDA's own method
-    for node_id, why in switch_keeps(module, text, project.own_packages).items():
-        kept.setdefault(node_id, why)  # MergeOptions(cuda=torch.cuda.is_available()): a library's CUDA switch
-    for node_id, why in cuda_module_keeps(module, text, rules).items():
-        kept.setdefault(node_id, why)  # a module that imports CuPy at its top level: CUDA code as a whole
-    for node_id, why in own_device_strings(module, text, rules).items():
-        kept.setdefault(node_id, why)  # a simulator's device (own_device.py): it runs on its own NVIDIA GPU
-    for node_id, why in registry_keeps(module, text, project.npu_registries).items():
-        kept.setdefault(node_id, why)  # "cuda" keys of a registry the project fills for NPU itself
-    for node_id, why in backend_table_keeps(module, text).items():
-        kept.setdefault(node_id, why)  # NCCL_BACKEND = "nccl" beside HCCL_BACKEND = "hccl"
+    own_flags = own_attribute_result(collector, rules.rename_attribute, npu_kept)
+    for node_id, why in kept_elsewhere(module, text, rules, project, children, own_flags).items():
+        kept.setdefault(node_id, why)  # CUDA code the file keeps for reasons of its own (kept_sources.py)
     for node_id, why in profiler_keeps(module, text, kept).items():
         kept.setdefault(node_id, why)  # torch.profiler.profile fed the torch activities kept above
     convert_strings, keep_strings = families_result(families)
