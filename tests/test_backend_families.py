@@ -226,3 +226,19 @@ def test_without_npu_support_activities_and_profiler_convert_together(plain: Pat
     profiling = (result / "pkg" / "profiling.py").read_text()
     assert '"cuda": torch_npu.profiler.ProfilerActivity.NPU' in profiling
     assert "return torch_npu.profiler.profile(activities=" in profiling
+
+
+def test_a_file_that_handles_npu_itself_converts_its_profiler():
+    """Activities kept because the file already chooses NPU's beside CUDA's (not a helper of a project on
+    NPU) are no reason to keep the profiler: on an NPU it is given torch_npu's activities."""
+    from conftest import cached_ruleset
+    from transplant.engine import convert
+
+    source = (
+        "import torch\nimport torch_npu\n\n\ndef build(on_npu):\n"
+        "    if on_npu:\n        acts = [torch_npu.profiler.ProfilerActivity.NPU]\n"
+        "    else:\n        acts = [torch.profiler.ProfilerActivity.CUDA]\n"
+        "    return torch.profiler.profile(activities=acts)\n"
+    )
+    new = convert(source.encode(), cached_ruleset()).new
+    assert new is not None and b"return torch_npu.profiler.profile(activities=acts)" in new

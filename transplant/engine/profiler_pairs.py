@@ -15,6 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cst_util import dotted_parts
+from .multi_backend import HELPER
 from .traverse import descendants
 
 _PAIRED = frozenset({"profile", "schedule", "tensorboard_trace_handler"})
@@ -22,7 +23,8 @@ _PAIRED = frozenset({"profile", "schedule", "tensorboard_trace_handler"})
 
 def profiler_keeps(module: cst.Module, text: bytes, kept: dict[int, str]) -> dict[int, str]:
     """id of each node of a ``torch.profiler`` profiler reference of ``module`` -> why it stays, when
-    the file keeps a ``ProfilerActivity`` reference on torch (``kept``: what the other analyses keep)."""
+    a multi-backend helper of the file keeps a ``ProfilerActivity`` reference on torch (``kept``: what
+    the other analyses keep, and why)."""
     if b"ProfilerActivity" not in text or not kept:
         return {}
     nodes = list(descendants(module))
@@ -30,7 +32,9 @@ def profiler_keeps(module: cst.Module, text: bytes, kept: dict[int, str]) -> dic
         (
             node
             for node in nodes
-            if isinstance(node, cst.Name) and node.value == "ProfilerActivity" and id(node) in kept
+            if isinstance(node, cst.Name)
+            and node.value == "ProfilerActivity"
+            and kept.get(id(node), "").startswith(HELPER)  # (code that handles NPU itself may mix them)
         ),
         None,
     )
