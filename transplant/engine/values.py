@@ -166,8 +166,8 @@ class ValueHandlers(State):
         ``torch.xpu if <XPU> else torch.cuda`` chooses a device module: torch.cuda there is the module
         of the accelerator at hand (references.py renames it to torch_npu.npu, which has its functions)."""
         for one, other in ((node.body, node.orelse), (node.orelse, node.body)):
-            module = self._module_of(other)
-            if module in DEVICE_MODULES and self._module_of(one) == "torch.cuda":
+            module = self.resolve_name(other)
+            if module in DEVICE_MODULES and self.resolve_name(one) == "torch.cuda":
                 self.device_modules[id(one)] = f"chosen beside {module}"
             value, twin = string_value(one), string_value(other)
             if value is None or twin is None or not ENV_NAME.match(value):
@@ -187,14 +187,10 @@ class ValueHandlers(State):
             and len(node.args) == 3
             and all(arg.keyword is None and not arg.star for arg in node.args)
             and not any("getattr" in scope for scope in self.shadow)
-            and self._module_of(node.args[0].value) == "torch"
-            and self._module_of(node.args[2].value) == "torch.cuda"
+            and self.resolve_name(node.args[0].value) == "torch"
+            and self.resolve_name(node.args[2].value) == "torch.cuda"
         ):
             self.device_modules[id(node.args[2].value)] = "that getattr(torch, <device type>, ...) falls back on"
-
-    def _module_of(self, node: cst.BaseExpression) -> str | None:
-        parts = dotted_parts(node) if isinstance(node, (cst.Attribute, cst.Name)) else None
-        return self.qualified(parts) if parts is not None else None
 
     def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.BaseExpression:
         if id(original_node) in self.force_devices:  # "cuda:0" in a collection of devices converted whole
