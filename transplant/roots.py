@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .filekinds import small_enough
 from .filetypes import file_kind
-from .project import MAX_SCAN_BYTES, ProjectFacts
+from .project import MAX_SCAN_BYTES, ProjectFacts, read_head
 from .project.npu_support import evidence
 from .project import twins as _twins
 from .project.twins import twins
@@ -65,7 +65,7 @@ def npu_support_at(root: str) -> str:
             continue
         path = os.path.join(root, entry.rel)
         if small_enough(file_kind(entry.rel), path):
-            found = evidence(entry.rel, _read(path))
+            found = evidence(entry.rel, read_head(path, MAX_SCAN_BYTES))
             if found:
                 return found
     return ""
@@ -80,14 +80,6 @@ def twin_in_folder(path: str) -> str:
     except OSError:
         return ""
     return next((twin for cuda, twin in twins(names) if cuda == name), "")
-
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_SCAN_BYTES)
-    except OSError:
-        return b""
 
 
 def with_project_fact(facts: ProjectFacts, path: str) -> ProjectFacts:

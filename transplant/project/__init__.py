@@ -183,7 +183,7 @@ def gather(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             if passed.is_candidate(rel):
                 _passed(rel, path, passing)
             if triton.is_dependency_file(rel):
-                words = _read(path, MAX_SCAN_BYTES)
+                words = read_head(path, MAX_SCAN_BYTES)
                 if b"triton-ascend" in words or b"triton_ascend" in words:
                     dependency_dirs.add(rel.rsplit("/", 1)[0] if "/" in rel else "")
                 npu_support = npu_support or npu_support_of.evidence(rel, words)
@@ -272,11 +272,12 @@ def _is_cuda_build_file(rel: str, path: str) -> bool:
 
     if not is_build_file(rel):
         return False
-    data = _read(path, SIZE_LIMIT + 1)  # (b"" when unreadable: no build)
+    data = read_head(path, SIZE_LIMIT + 1)  # (b"" when unreadable: no build)
     return bool(data) and len(data) <= SIZE_LIMIT and is_cuda_build(data)
 
 
-def _read(path: str, limit: int) -> bytes:
+def read_head(path: str, limit: int) -> bytes:
+    """The first ``limit`` bytes of the file ``path`` (b"" when it cannot be read)."""
     try:
         with open(path, "rb") as fh:
             return fh.read(limit)
