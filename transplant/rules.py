@@ -123,6 +123,17 @@ class RuleSet:
             w in data and p.search(data) is not None for w, p in self.command_res
         )
 
+    @cached_property
+    def library_words(self) -> tuple[tuple[bytes, tuple[bytes, ...]], ...]:
+        """The library rules' modules as the words a source that uses one spells: each first name part
+        with the last parts of its modules (``nvidia`` -> ``dali``, ...; a one-part module's last
+        part is its first). guards/markers.py searches each first part once."""
+        lasts: dict[bytes, set[bytes]] = {}
+        for module in self.library_q:
+            parts = module.split(".")
+            lasts.setdefault(parts[0].encode(), set()).add(parts[-1].encode())
+        return tuple((first, tuple(sorted(rest))) for first, rest in sorted(lasts.items()))
+
     def env_rule(self, name: str) -> Rule | None:
         """The rule for environment variable ``name``: its exact rule, else the longest prefix rule."""
         rule = self.env.get(name)

@@ -8,11 +8,15 @@ from __future__ import annotations
 import re
 
 from ..project import ProjectFacts
-from ..rules import RuleSet
+from ..rules import RuleSet, words_of
 
 CUDA_SOURCE = re.compile(rb"\.cuh?['\"]")  # "kernel.cu" ("torch.cuda" is not one)
-# a string naming a GPU package or TensorFlow (whose pip build is the GPU one)
-PACKAGE = re.compile(rb"(?<![-\w])[a-z][\w.]*-gpu\b|_gpu['\"]|['\"]tensorflow|\[cuda|cupy-cuda|mxnet-cu")
+# a string naming a GPU package or TensorFlow (whose pip build is the GPU one): a package name ending in
+# "-gpu", or one of the others; each searched only where the words it needs occur (a pattern that starts
+# with a letter or a quote is tried at nearly every byte of a source)
+GPU_PACKAGE = re.compile(rb"(?<![-\w])[a-z][\w.]*-gpu\b")
+PACKAGE = re.compile(rb"_gpu['\"]|['\"]tensorflow|\[cuda|cupy-cuda|mxnet-cu")
+_PACKAGE_WORDS = (b"_gpu", b"tensorflow", b"[cuda", b"cupy-cuda", b"mxnet-cu")  # one of them is in each match
 WORDS = (
     b"cuda_sources",
     b"extra_cuda_cflags",
@@ -40,19 +44,38 @@ DEVICE_TEST = re.compile(
     rb"|startswith\(\s*['\"]cuda|\bin\s*[\[(]?\s*['\"]cuda"
 )
 # cuda-python's modules (cuda.cuda, cuda.bindings) begin with a word every CUDA file has: their import is the evidence
-_CUDA_PYTHON = re.compile(rb"(?:^|[\s;])(?:from|import)\s+cuda\b")
+# (after the start, a blank or ";": checked by _imports_cuda_python, a look-behind would make the search 4x slower)
+_CUDA_PYTHON = re.compile(rb"(?:from|import)\s+cuda\b")
 
 
 def marks(source: bytes, rules: RuleSet, facts: ProjectFacts) -> bool:
     """May ``source`` hold CUDA-only code? (each kind of it needs one of these words)"""
-    if any(word in source for word in WORDS) or CUDA_SOURCE.search(source) or PACKAGE.search(source):
+    if any(word in source for word in WORDS) or CUDA_SOURCE.search(source):
         return True
-    # a library's first and last name parts (nvidia and dali: also "from nvidia import dali")
+    if any(word in source for word in _PACKAGE_WORDS) and PACKAGE.search(source):
+        return True
+    if b"-gpu" in source and GPU_PACKAGE.search(source):
+        return True
+    # a library's first and last name parts as words (nvidia and dali: also "from nvidia import dali"); an
+    # import spells them so ("ray" in "array" or "ops" in "stops" is none)
+    words = words_of(source)
     return any(
-        all(part.encode() in source for part in {module.split(".")[0], module.split(".")[-1]})
-        and (module.split(".")[0] != "cuda" or _CUDA_PYTHON.search(source))
-        for module in rules.library_q
+        first in words
+        and any(last in words for last in lasts)
+        and (first != b"cuda" or _imports_cuda_python(source))
+        for first, lasts in rules.library_words
     ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
 
 
-__all__ = ["CUDA_SOURCE", "DEVICE_TEST", "PACKAGE", "WORDS", "marks"]
+
+def _imports_cuda_python(source: bytes) -> bool:
+    m = _CUDA_PYTHON.search(source)
+    while m is not None:
+        i = m.start()
+        if i == 0 or source[i - 1] in b" \t\n\r\f\v;":
+            return True
+        m = _CUDA_PYTHON.search(source, i + 1)
+    return False
+
+
+__all__ = ["CUDA_SOURCE", "DEVICE_TEST", "GPU_PACKAGE", "PACKAGE", "WORDS", "marks"]
