@@ -114,6 +114,41 @@ def test_paths_named_for_the_npu():
     assert not named_for_npu("kernels/input_proj.py") and not named_for_npu("snpu/x.py")
 
 
+def test_imports_that_may_sit_in_a_block_are_all_found():
+    """The first pass parses a file for kernels it loads behind an NPU test only where such an import
+    can be: every spelling of one inside a block is kept, an import of the module itself is not."""
+    from transplant.project.triton import nested_imports
+
+    source = (
+        b"from kernels.a import k\n"  # the module's own: in no block
+        b"if is_npu():\n    from kernels.b import k\n"
+        b"if npu: from kernels.c import k\n"
+        b"x = 1; from kernels.d import k\n"
+        b"if npu:\n\tfrom kernels import (\n\t    e,\n\t    f,\n\t)\n"
+        b"if npu:\n    from kernels.g \\\n        import k\n"
+        b"if npu and \\\nfrom_x: pass\n"  # a continued line: "from_x" is no keyword
+        b"if npu:\r\n    from kernels.h import k\r\n"
+    )
+    texts = nested_imports(source)
+    for name in (b"b", b"c", b"d", b"g", b"h"):
+        assert any(b"kernels." + name + b" " in t for t in texts), name
+    assert any(b"e," in t and b"f," in t for t in texts)
+    assert not any(b"kernels.a" in t for t in texts)
+
+
+def test_a_kernel_loaded_behind_an_npu_test_in_a_parenthesised_import_is_npu_ready(tmp_path):
+    root = tmp_path / "p"
+    (root / "kern").mkdir(parents=True)
+    (root / "kern" / "__init__.py").write_text("")
+    (root / "kern" / "rms.py").write_text("import triton\n\n\n@triton.jit\ndef rms(x):\n    pass\n")
+    (root / "loader.py").write_text(
+        "import torch\n\nif torch.npu.is_available():\n    from kern import (\n        rms,\n    )\n"
+    )
+    (root / "other.py").write_text("import torch\nnpu = torch.device('npu')\nfrom kern.rms import rms\n")
+    result = convert_project(root, tmp_path / "out")
+    assert not [r for r in sheet(result, "Unsupported") if r[0].startswith("kern/")]
+
+
 def test_a_dependency_on_triton_ascend_silences_the_kernels_under_it(tmp_path):
     root = tmp_path / "p"
     (root / "pkg").mkdir(parents=True)

@@ -223,11 +223,11 @@ class RuleSet:
         present = tuple(name for name in self.calls if name in data)
         if not present:
             return False
-        patterns: dict[tuple[bytes, ...], re.Pattern[bytes] | None] = self.__dict__.setdefault("_call_res", {})
+        patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = self.__dict__.setdefault("_call_res", {})
         pattern = patterns.get(present)
         if pattern is None:
             pattern = patterns[present] = _call_pattern(present)
-        m = pattern.search(data) if pattern is not None else None
+        m = pattern.search(data)
         while m is not None:
             i = m.start()
             if i == 0 or data[i - 1] not in _IDENT_BYTES or (i > 1 and data[i - 2] == 0x5C and data[i - 1] in b"nrt"):
@@ -556,23 +556,18 @@ def _alternatives(words: Iterable[bytes]) -> bytes:
     return b"|".join(re.escape(w) for w in sorted(set(words), key=lambda w: (-len(w), w)))
 
 
-def _alternation(words: Iterable[bytes]) -> "re.Pattern[bytes] | None":
-    pattern = _alternatives(words)
-    return re.compile(pattern) if pattern else None
-
-
 # The engine rewrites CUDA device strings ("cuda", "cuda:0", f"cuda:{i}", ...) wherever they are
 # devices, with or without a rule naming the function (engine.DEVICE_STR and friends).
 DEVICE_WORD = "cuda"
 BACKEND_WORD = "nccl"  # engine: variables, parameters and argparse defaults named *backend*
 
 
-def _call_pattern(calls: Iterable[bytes]) -> "re.Pattern[bytes] | None":
-    """``calls`` as the name of a call: the name, then only blanks, comments or line continuations
-    before the "(" (an escaped newline, as in a notebook's JSON, counts as a blank). That the name
-    starts a word is checked by RuleSet._has_call: a look-behind here makes the search 5x slower."""
-    names = _alternatives(calls)
-    return re.compile(b"(?:" + names + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(") if names else None
+def _call_pattern(calls: Iterable[bytes]) -> "re.Pattern[bytes]":
+    """``calls`` (one or more) as the name of a call: the name, then only blanks, comments or line
+    continuations before the "(" (an escaped newline, as in a notebook's JSON, counts as a blank).
+    That the name starts a word is checked by RuleSet._has_call: a look-behind here makes the search
+    5x slower."""
+    return re.compile(b"(?:" + _alternatives(calls) + rb")(?:[ \t\r\n\f]|\\[nrt]?|#[^\r\n]*)*\(")
 
 
 # what follows a command word where shellcommands.py takes it for a command: no word character, ".",

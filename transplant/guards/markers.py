@@ -60,12 +60,9 @@ def marks(source: bytes, rules: RuleSet, facts: ProjectFacts) -> bool:
     # import spells them so ("ray" in "array" or "ops" in "stops" is none)
     words = words_of(source)
     return any(
-        first in words
-        and any(last in words for last in lasts)
-        and (first != b"cuda" or _imports_cuda_python(source))
+        first in words and any(last in words for last in lasts) and (first != b"cuda" or _imports_cuda_python(source))
         for first, lasts in rules.library_words
     ) or (bool(facts.modules or facts.namespaces) and facts.may_match(source))
-
 
 
 def _imports_cuda_python(source: bytes) -> bool:

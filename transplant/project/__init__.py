@@ -302,8 +302,10 @@ def _triton_facts(
     if b"__init__" in stems:
         stems = [b""]
     for rel, loader in loaders.items():
-        if isinstance(loader, bytes) and not any(stem in loader for stem in stems):
-            continue  # imports none of the kernel files: not parsed
+        if isinstance(loader, bytes) and not any(
+            stem in text for text in triton.nested_imports(loader) for stem in stems
+        ):
+            continue  # no import in a block's body spells a kernel file: not parsed
         tree = parse(loader) if isinstance(loader, bytes) else loader
         if tree is not None:
             loaded |= triton.npu_loaded(rel, tree, kernel_files.__contains__)

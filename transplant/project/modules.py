@@ -217,7 +217,7 @@ class ModuleIndex:
         known = self._parsed.get(path)
         if known is not None and known[0] == stamp:
             return known[1]
-        tree = parse(data)
+        tree = parse(data, share=False)
         found = Parsed(tree, data, stamp) if tree is not None else None
         self._parsed[path] = (stamp, found)
         return found

@@ -133,10 +133,12 @@ SHARED_BYTES = 256 * 1024
 _last: list[tuple[bytes, ast.Module | None]] = []
 
 
-def parse(data: bytes) -> ast.Module | None:
+def parse(data: bytes, *, share: bool = True) -> ast.Module | None:
     """The file's tree, or None when CPython cannot parse it (the engine reports that itself). The
     tree of the last source (up to SHARED_BYTES) is kept and given again for the same bytes: the
-    trees are read, never changed."""
+    trees are read, never changed. ``share=False``: for a caller that keeps the trees it asks for
+    (modules.py, the other modules a guard calls into), whose parse must not take the place of the
+    file being converted."""
     if _last and (_last[0][0] is data or _last[0][0] == data):
         return _last[0][1]
     try:
@@ -145,7 +147,8 @@ def parse(data: bytes) -> ast.Module | None:
             tree = ast.parse(data)  # bytes: CPython honours the BOM and the coding cookie
     except (SyntaxError, ValueError, LookupError, RecursionError, MemoryError):
         tree = None
-    _last[:] = [(data, tree)] if len(data) <= SHARED_BYTES else []
+    if share:
+        _last[:] = [(data, tree)] if len(data) <= SHARED_BYTES else []
     return tree
 
 

@@ -85,6 +85,43 @@ def npu_loaded(importer: str, tree: ast.Module, exists) -> set[str]:
     return out
 
 
+# the keyword of a ``from ... import``
+_FROM = re.compile(rb"\bfrom\b")
+
+
+def nested_imports(data: bytes) -> list[bytes]:
+    """The text of each ``from ... import`` of ``data`` that may be in the body of an ``if`` (what
+    npu_loaded looks at): one after indentation, a ":" or a ";", or after a line continuation. One at
+    the start of a line is a statement of the module itself. A text runs to its line's end, over
+    line continuations and to the ")" of a "(" opened on its first line; text in strings and comments
+    may be taken too (more texts, never fewer)."""
+    out = []
+    for m in _FROM.finditer(data):
+        i = j = m.start()
+        while j > 0 and data[j - 1] in b" \t\f":
+            j -= 1
+        before = data[j - 1 : j]
+        line_start = j == 0 or before in (b"\n", b"\r")
+        continued = line_start and data[: j - 1].rstrip(b"\r").endswith(b"\\")
+        if not (before in (b":", b";") or line_start and (j < i or continued)):
+            continue
+        end = i
+        while True:
+            eol = data.find(b"\n", end)
+            eol = len(data) if eol < 0 else eol
+            opened = data.find(b"(", end, eol)
+            if opened >= 0:
+                closed = data.find(b")", opened)
+                end = len(data) if closed < 0 else closed + 1
+                break
+            end = eol
+            if not data[i:eol].rstrip(b"\r").endswith(b"\\") or eol == len(data):
+                break
+            end = eol + 1
+        out.append(data[i:end])
+    return out
+
+
 def _names_npu(test: ast.expr) -> bool:
     for node in ast.walk(test):
         text = (
