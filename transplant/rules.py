@@ -117,8 +117,17 @@ class RuleSet:
     def command_res(self) -> tuple[tuple[bytes, "re.Pattern[bytes]"], ...]:
         return tuple((w, re.compile(re.escape(w) + COMMAND_END)) for w in self.command_triggers)
 
+    @cached_property
+    def trigger_re(self) -> "re.Pattern[bytes]":
+        """One pattern of all the trigger and command words: faster than ``in`` for each on a text of a
+        few hundred bytes (a statement: inert_words), slower on a file."""
+        commands = [re.escape(w) + COMMAND_END for w in self.command_triggers]
+        return re.compile(b"|".join(filter(None, [_alternatives(self.triggers), *commands])) or b"(?!)")
+
     def has_trigger(self, data: bytes) -> bool:
         """Does a trigger word, or a command word where a command can end, occur in ``data``?"""
+        if len(data) < SHORT_TEXT:
+            return self.trigger_re.search(data) is not None
         return any(w in data for w in self.trigger_words) or any(
             w in data and p.search(data) is not None for w, p in self.command_res
         )
@@ -220,7 +229,9 @@ class RuleSet:
         """Does one of the call-only names occur in ``data`` as a whole identifier called? Only the
         names ``data`` holds are searched for, in one pattern made for them (one alternation of all
         the names tries each of them at every letter that starts one)."""
-        present = tuple(name for name in self.calls if name in data)
+        if not self.calls:
+            return False
+        present = self.calls if len(data) < SHORT_TEXT else tuple(name for name in self.calls if name in data)
         if not present:
             return False
         patterns: dict[tuple[bytes, ...], re.Pattern[bytes]] = self.__dict__.setdefault("_call_res", {})
@@ -268,6 +279,9 @@ _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
 _ASCII_SUPERSETS = frozenset({b"utf-8", b"utf8", b"utf_8", b"ascii", b"us-ascii"})
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _IDENT_BYTES = _IDENT | frozenset(range(0x80, 0x100))  # what continues a word (see words_of)
+# below this many bytes, one pattern of all the words a pre-check looks for is searched; above, each word
+# with ``in`` (the pattern tries its words at every byte that starts one of them)
+SHORT_TEXT = 512
 # every byte that is not part of a word becomes a blank
 _BREAKS = bytes(c if c in _IDENT_BYTES else 0x20 for c in range(256))
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field, replace
 from ..project import NO_FACTS, ProjectFacts
 from ..project.builds import NPU_ROUTE
 from ..project.modules import on_disk
-from ..project.pynames import column, import_bindings, parse, source_lines
+from ..project.pynames import column, import_bindings, index, parse, source_lines
 from ..records import CODES, Conversion, Record
 from ..rules import RuleSet
 from .crossfile import project_reach
 from .markers import DEVICE_TEST, marks
-from .probes import index, probes
+from .probes import probes
 from .reach import Reach
 from .sites import Sites
 from .unreached import spans as unreached_spans

@@ -18,11 +18,11 @@ from __future__ import annotations
 import ast
 from ..project import ProjectFacts
 from ..project.modules import Found, ModuleIndex
-from ..project.pynames import bindings
+from ..project.pynames import bindings, index
 from ..rules import RuleSet
 
 from .markers import marks
-from .probes import index, probes
+from .probes import probes
 from .reach import Reach, Reason
 
 REACHES = ", which reaches "

@@ -71,17 +71,6 @@ class Probe:
     keep: ast.AST | None = None  # the CUDA query that stays a CUDA query
 
 
-def index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, ast.AST]]:
-    """Every node of ``tree`` and the parent of each, in one pass (the passes then filter the list)."""
-    nodes: list[ast.AST] = [tree]
-    parents: dict[int, ast.AST] = {}
-    for node in nodes:  # the list grows as it is read
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-            nodes.append(child)
-    return nodes, parents
-
-
 def unfilled_fields(pytorch_version: str) -> dict[str, str]:
     """The CUDA/ROCm fields of the device properties that torch_npu for ``pytorch_version`` leaves
     unfilled (what each is)."""

@@ -50,6 +50,33 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
+def index(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+    """Every node of ``tree`` (the list ``nodes`` gives) and the parent of each (id of the node ->
+    its parent), in one walk, whose list ``nodes`` then gives again. (The parents are not kept: they
+    hold the tree, which must go when its user lets it go.)"""
+    out: list[ast.AST] = [tree]
+    parents: dict[int, ast.AST] = {}
+    node_type, list_type = ast.AST, list
+    append = out.append
+    for node in out:
+        for name in node._fields:
+            try:
+                value = getattr(node, name)
+            except AttributeError:
+                continue
+            if isinstance(value, node_type):
+                parents[id(value)] = node
+                append(value)
+            elif isinstance(value, list_type):
+                for item in value:
+                    if isinstance(item, node_type):
+                        parents[id(item)] = node
+                        append(item)
+    if tree not in _BELOW:
+        _BELOW[tree] = out[1:]
+    return out, parents
+
+
 def bindings(tree: ast.AST) -> dict[str, str]:
     """Local name -> qualified name, for every import anywhere in the file (relative imports keep
     their leading dots: ``from . import _C`` binds ``_C`` to ``._C``)."""
