@@ -452,3 +452,45 @@ def test_a_last_line_pruned_from_a_file_without_a_final_newline(source: bytes, m
     assert fast.new is not None and fast.new.endswith(b"\n") == (
         b"import torch.cuda as tc" in source.rsplit(b"\n", 1)[-1]
     )
+
+
+# ------------------------------------------------- an import whose uses were rewritten, spelled in folds
+
+FOLDED_BODIES = {
+    # folded code that uses the import: it stays, through the skeleton
+    "load": (b"def f(a):\n    return torch.zeros(a)\n", {"torch"}),
+    "nested load": (b"class M:\n    def g(self):\n        return [torch.ones(1) for _ in range(2)]\n", {"torch"}),
+    # the word without a use (an attribute, a string, a comment): the import goes, through the skeleton
+    "no use": (b'def f(a):\n    return a.torch, "torch"  # torch\n', set()),
+    # bound otherwise, or a keyword's name: only the whole source can count the uses (or the statement
+    # that rebinds it is not folded at all)
+    "parameter": (b"def f(torch):\n    return torch\n", None),
+    "assigned": (b"def f():\n    torch = 1\n    return torch\n", None),
+    "keyword": (b"def f(g):\n    return g(torch=1)\n", None),
+    "global": (b"def f():\n    global torch\n    return 1\n", None),
+    "except": (b"def f():\n    try:\n        pass\n    except ValueError as torch:\n        pass\n", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED_BODIES))
+def test_an_import_rewritten_away_in_the_skeleton_but_spelled_in_folds(name: str, monkeypatch: pytest.MonkeyPatch):
+    """``import torch`` whose only skeleton use becomes torch_npu's: folded code that uses it keeps it
+    without converting the whole source again; where a fold binds the name, the whole source decides.
+    Either way the result is the whole source's."""
+    from transplant.skeleton import Skeleton
+
+    body, expected = FOLDED_BODIES[name]
+    source = b"import torch\n\n\n" + body + b"\n\nx = torch.cuda.is_available()\n"
+    answers = []
+    real = Skeleton.folded_uses
+
+    def spy(self, names):
+        answers.append(real(self, names))
+        return answers[-1]
+
+    with monkeypatch.context() as m:
+        m.setattr(Skeleton, "folded_uses", spy)
+        fast = engine.convert(source, RULES)
+    assert answers == [expected] if expected is not None else answers in ([], [None])
+    assert view(fast) == view(whole(source, monkeypatch=monkeypatch))
+    assert fast.new is not None and b"torch_npu.npu.is_available()" in fast.new

@@ -33,7 +33,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .project.pynames import parse
+from .project.pynames import nodes, parse
 from .rules import RuleSet, escapes_words, foreign_encoding
 
 MARK = b"__transplant_folded_"
@@ -50,6 +50,34 @@ class Skeleton:
     shift: list[int]  # lines folded away by folds 0..i
     # lines of ``text`` where a top-level statement starts after only blank lines (engine/chunks.py)
     tops: list[int] = field(default_factory=list)
+    source: bytes = b""  # the source it was made from
+
+    def folded_uses(self, names: set[str]) -> set[str] | None:
+        """Which of the import-bound ``names`` (roots whose every use in the skeleton was rewritten
+        away) a folded statement uses, as the whole source's conversion would count them (every
+        reference to the name); None when only that conversion can tell: the name is bound other
+        than by an import (a parameter, an assignment, a def), or is a keyword argument's name.
+        Read from CPython's tree of the source (the one the skeleton was made from)."""
+        tree = parse(self.source)
+        if tree is None:
+            return None
+        spans = []
+        for i, start in enumerate(self.starts):
+            before = self.shift[i - 1] if i else 0
+            spans.append((start + before, start + self.shift[i]))
+        used: set[str] = set()
+        for node in nodes(tree):
+            if isinstance(node, ast.Name):
+                if node.id not in names:
+                    continue
+                if not isinstance(node.ctx, ast.Load):
+                    return None
+                i = bisect_left(spans, (node.lineno + 1,)) - 1
+                if i >= 0 and spans[i][0] <= node.lineno <= spans[i][1]:
+                    used.add(node.id)
+            elif _binds(node, names):
+                return None
+        return used
 
     def line(self, line: int) -> int:
         """The source line of a line of ``text`` (never a marker line)."""
@@ -112,7 +140,29 @@ def skeleton(source: bytes, rules: RuleSet, keep_words: re.Pattern[bytes] | None
         texts.append(b"".join(lines[first - 1 : last]))
         done = last
     out += lines[done:]
-    return Skeleton(b"".join(out), texts, [frozenset(f[2]) for f in folds], starts, shift, _tops(tree, lines, folds))
+    return Skeleton(
+        b"".join(out), texts, [frozenset(f[2]) for f in folds], starts, shift, _tops(tree, lines, folds), source
+    )
+
+
+def _binds(node: ast.AST, names: set[str]) -> bool:
+    """Does ``node`` bind one of ``names`` other than as an import or a plain name (whose context
+    says it), or pass it as a keyword argument's name?"""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name in names
+    if isinstance(node, ast.arg):
+        return node.arg in names
+    if isinstance(node, ast.keyword):
+        return node.arg in names
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return any(name in names for name in node.names)
+    if isinstance(node, ast.ExceptHandler):
+        return node.name in names
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return node.name in names
+    if isinstance(node, ast.MatchMapping):
+        return node.rest in names
+    return False
 
 
 def _tops(tree: ast.Module, lines: list[bytes], folds: list[list]) -> list[int]:

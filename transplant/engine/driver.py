@@ -280,8 +280,13 @@ def _convert_once(
     bindings, assumed_at = timed("imports", _plan_imports, module, rules, stars, excluded, facts)
     conv, new_module = timed("rewrite", _rewrite, module, rules, bindings, excluded, facts, skel)
     unused = {name for name in conv.touched if conv.uses.get(name, 0) == 0}
-    if skel is not None and _used_in_folds(unused, skel):
-        raise Unfold
+    if skel is not None:
+        maybe = _maybe_used_in_folds(unused, skel)
+        if maybe:  # an import whose uses were all rewritten away may still be used in folded code
+            used = skel.folded_uses(maybe)
+            if used is None:  # only the whole source can count its uses
+                raise Unfold
+            unused -= used
     pending = _pending(conv, bindings, unused, assumed_at)
     if not pending:
         return Conversion(None, []), set()
@@ -381,10 +386,10 @@ def _pending(conv: Converter, bindings: Bindings, unused: set[str], assumed_at: 
     return pending
 
 
-def _used_in_folds(unused: set[str], skel: Skeleton) -> bool:
-    """Might an import whose every use in the skeleton was rewritten away (``unused``) still be
-    used in a folded statement? Only the whole source can count its uses then."""
-    return any(name.encode() in words for name in unused for words in skel.words)
+def _maybe_used_in_folds(unused: set[str], skel: Skeleton) -> set[str]:
+    """The imports whose every use in the skeleton was rewritten away (``unused``) that a folded
+    statement spells, and may still use (Skeleton.folded_uses tells)."""
+    return {name for name in unused if any(name.encode() in words for words in skel.words)}
 
 
 def _order(r: Record) -> tuple[int, int, str]:
