@@ -135,12 +135,11 @@ def _styles() -> dict[int, dict[str, object]]:
     }
 
 
-def _alignment(value: object, wrap: bool, header: bool):
+def _alignment(number: bool, wrap: bool, header: bool):
     """Top-aligned cells (a wrapped neighbour makes a row tall); numbers centred; text wrapped in
     the columns of long text."""
     from openpyxl.styles import Alignment
 
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
     return Alignment(
         horizontal="center" if number else None,
         vertical="center" if header else "top",
@@ -156,6 +155,7 @@ def write_workbook(path: Path, sheets: list[Sheet]) -> None:
     from openpyxl.writer.excel import ExcelWriter
 
     styles = _styles()
+    alignments: dict[tuple[bool, bool, bool], object] = {}  # one object each: openpyxl hashes it per cell
     workbook = Workbook(write_only=True)
     workbook.properties.created = workbook.properties.modified = datetime(*FIXED_DATE)
 
@@ -165,7 +165,12 @@ def write_workbook(path: Path, sheets: list[Sheet]) -> None:
         c = WriteOnlyCell(sheet, value=_text(value) if isinstance(value, str) else value)
         if isinstance(value, str):
             c.data_type = "s"  # text is never a formula, even when it starts with "="
-        c.alignment = _alignment(value, wrap, style == HEADER)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        key = (number, wrap, style == HEADER)
+        alignment = alignments.get(key)
+        if alignment is None:
+            alignment = alignments[key] = _alignment(*key)
+        c.alignment = alignment
         for name, setting in styles[style].items():
             if name != "alignment":
                 setattr(c, name, setting)
