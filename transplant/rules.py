@@ -92,6 +92,9 @@ class RuleSet:
     calls: tuple[bytes, ...] = ()  # method names that trigger as calls only (see _call_pattern)
     # qualified rule names: anchor word -> the other words that must also occur as identifiers
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
+    # the same for one statement (inert_words): without the libraries whose uses the engine does not
+    # report one by one (reported_by project, per_use false): their imports, never folded, are
+    statement_requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
     index_devices: bool = False  # report integer device indices (built-in behaviour: engine/device_index.py)
     autoload: bool = True  # the chosen PyTorch loads torch_npu by itself (AUTOLOAD_SINCE)
     pytorch_version: str = DEFAULT_PYTORCH_VERSION  # the stack the rules were chosen for
@@ -246,9 +249,12 @@ class RuleSet:
             m = pattern.search(data, i + 1)
         return False
 
-    def _requires_met(self, words: set[bytes]) -> bool:
-        for anchor in words.intersection(self.requires):
-            if any(rest <= words for rest in self.requires[anchor]):
+    def _requires_met(
+        self, words: set[bytes], requires: dict[bytes, tuple[frozenset[bytes], ...]] | None = None
+    ) -> bool:
+        requires = self.requires if requires is None else requires
+        for anchor in words.intersection(requires):
+            if any(rest <= words for rest in requires[anchor]):
                 return True
         return False
 
@@ -267,7 +273,7 @@ class RuleSet:
             if any(self.has_trigger(p) for p in parts):
                 return None  # e.g. "nccl" bound by "import torch.cuda.nccl as nccl"
             expanded |= parts
-        return None if self._requires_met(expanded) else frozenset(words)
+        return None if self._requires_met(expanded, self.statement_requires) else frozenset(words)
 
 
 # Escapes that can spell an ASCII letter, digit, "_", ":" or "+-./" (of command names: nvidia-smi) in a
@@ -479,7 +485,7 @@ def load_ruleset(
         if rule["name"] not in rs.rename_q:
             _index(rs, rule)
     _add_new_name_aliases(rs)
-    rs.triggers, rs.command_triggers, rs.calls, rs.requires = _triggers(rs)
+    rs.triggers, rs.command_triggers, rs.calls, rs.requires, rs.statement_requires = _triggers(rs)
     rs.index_devices = builtin
     rs.autoload = tuple(int(part) for part in pytorch_version.split(".")) >= AUTOLOAD_SINCE
     return rs
@@ -591,7 +597,13 @@ COMMAND_END = rb"(?![\w.+-])"
 
 def _triggers(
     rs: RuleSet,
-) -> tuple[tuple[bytes, ...], tuple[bytes, ...], tuple[bytes, ...], dict[bytes, tuple[frozenset[bytes], ...]]]:
+) -> tuple[
+    tuple[bytes, ...],
+    tuple[bytes, ...],
+    tuple[bytes, ...],
+    dict[bytes, tuple[frozenset[bytes], ...]],
+    dict[bytes, tuple[frozenset[bytes], ...]],
+]:
     """What must occur in a source for any rule to change or report something there.
 
     Returns (words, commands, calls, requires). A rule can match in a file only if one of ``words``
@@ -628,19 +640,30 @@ def _triggers(
     commands = set(rs.commands) - words
     calls = set(rs.unsupported_method)
     needs: dict[bytes, set[frozenset[bytes]]] = {}
+    statement_needs: dict[bytes, set[frozenset[bytes]]] = {}
     # device-argument rules whose device defaults to CUDA act on calls without any "cuda" string
     default_cuda = {name for name, rule in rs.device_q.items() if rule.get("default_cuda")}
-    for name in {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q, *default_cuda, *rs.library_q}:
+    others = {*rs.rename_q, *rs.module_q, *rs.unsupported_q, *rs.args_q, *default_cuda}
+    for name in others | set(rs.library_q):
         parts = name.split(".")
         if any(w in p for p in parts for w in words):
             continue  # implied: one of its parts contains a word that is searched anyway
         # anchor: the longest part (rarely the root, which is usually "torch")
         anchor = max(parts[1:] or parts, key=lambda p: (len(p), p))
-        needs.setdefault(anchor.encode(), set()).add(frozenset(p.encode() for p in parts if p != anchor))
-    requires = {anchor: tuple(sorted(rests, key=sorted)) for anchor, rests in needs.items()}
+        rest = frozenset(p.encode() for p in parts if p != anchor)
+        needs.setdefault(anchor.encode(), set()).add(rest)
+        if name in others or not _reported_at_import(rs.library_q[name]):
+            statement_needs.setdefault(anchor.encode(), set()).add(rest)
     return (
         tuple(sorted(w.encode() for w in words)),
         tuple(sorted(c.encode() for c in commands)),
         tuple(sorted(c.encode() for c in calls)),
-        requires,
+        {anchor: tuple(sorted(rests, key=sorted)) for anchor, rests in needs.items()},
+        {anchor: tuple(sorted(rests, key=sorted)) for anchor, rests in statement_needs.items()},
     )
+
+
+def _reported_at_import(rule: Rule) -> bool:
+    """Does the engine leave the uses of this library unreported (the project scan reports it, or its
+    import stands for the file's uses)? A statement that only uses it is then no rule's business."""
+    return rule.get("reported_by") == "project" or rule.get("per_use") is False

@@ -114,7 +114,7 @@ class ScopeHandlers(State):
             # a rename that does not hold for the chosen version (rule_versions.py): the import keeps it too
             self._finding(alias, qualified, kept)
         elif (library := self.rules.library_of(qualified)) is not None and self.rules.new_name(qualified) is None:
-            self._library_finding(alias, qualified, library)
+            self._library_finding(alias, qualified, library, use=False)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if (

@@ -230,17 +230,24 @@ class State(Dispatch):
             suggestion=namespace.suggestion(qualified),
         )
 
-    def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule) -> None:
-        """A use or an import of a CUDA-only library (LibraryRule): said once per place, with its route
-        (a library the project scan reports, such as Triton once per kernel, is not said here)."""
+    def _library_finding(self, anchor: cst.CSTNode, qualified: str, rule: Rule, *, use: bool = True) -> None:
+        """A use or an import (``use`` False) of a CUDA-only library (LibraryRule): said once per place,
+        with its route (a library the project scan reports, such as Triton once per kernel, is not
+        said here; one whose rule says ``"per_use": false``, a kernel language, only at its imports)."""
         if rule.get("reported_by") == "project":
+            return
+        per_use = rule.get("per_use", True)
+        if use and not per_use:
             return
         module = rule["module"]
         what = module if qualified == module else f"{qualified} (from {module})"
+        said = (
+            "" if per_use else "; its uses in this file are not listed one by one: the file's kernels are what to port"
+        )
         self.record(
             anchor,
             "library",
-            f"{what}: {rule.get('message', 'CUDA-only library')}",
+            f"{what}: {rule.get('message', 'CUDA-only library')}{said}",
             rule,
             api=module,
             level=rule.get("level", "warning"),
