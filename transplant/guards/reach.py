@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 from ..project import ProjectFacts
 from ..project.builds import CUDA_KEYWORDS, CUDA_SOURCE, NPU_ROUTE, find_builds
-from ..project.pynames import dotted, import_bindings, qualify
+from ..project.pynames import dotted, import_bindings, qualify, walk
 from ..rules import RuleSet
 
 if TYPE_CHECKING:
@@ -140,11 +140,14 @@ class Reach:
         self.states: dict[str, int] = {}  # self attributes only a kept CUDA path sets -> line (cuda_state.py)
         self._memo: dict[tuple[int, bool], tuple[Reason, ...]] = {}
         self._busy: set[tuple[int, bool]] = set()
+        # (id of a node, follow) -> what it is: the regions of nested tests and flags hold the same nodes
+        self._markers: dict[tuple[int, bool], Reason | None] = {}
 
     def know_states(self, states: dict[str, int]) -> None:
         """Count reads of these ``self`` attributes as CUDA-only code from now on."""
         self.states = states
         self._memo.clear()
+        self._markers.clear()
 
     # ---- what a region reaches
 
@@ -171,7 +174,7 @@ class Reach:
 
     def _walk(self, root: ast.AST, klass: str | None, cross: bool):
         called: set[int] = set()  # callees: only a call (or an import) is followed into the project's modules
-        for node in ast.walk(root):  # (breadth first: a call comes before its callee)
+        for node in walk(root):  # (breadth first: a call comes before its callee)
             if isinstance(node, ast.Call):
                 called.add(id(node.func))
             reason = self._marker(
@@ -195,7 +198,7 @@ class Reach:
             found: list[Reason] = []
             for stmt in self.tree.body:
                 if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr)):
-                    found += [r for node in ast.walk(stmt) if (r := self._marker(node, follow=False)) is not None]
+                    found += [r for node in walk(stmt) if (r := self._marker(node, follow=False)) is not None]
             self._top = tuple(found)
         return self._top
 
@@ -231,6 +234,13 @@ class Reach:
     # ---- the CUDA-only code one node is
 
     def _marker(self, node: ast.AST, *, follow: bool = True) -> Reason | None:
+        key = (id(node), follow)
+        if key in self._markers:
+            return self._markers[key]
+        found = self._markers[key] = self._find_marker(node, follow)
+        return found
+
+    def _find_marker(self, node: ast.AST, follow: bool) -> Reason | None:
         where = f"line {getattr(node, 'lineno', 0)}"
         if id(node) in self.capability:
             return self.capability[id(node)]

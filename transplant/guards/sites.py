@@ -26,7 +26,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from ..project.pynames import qualify
+from ..project.pynames import qualify, walk
 from .cuda_state import cuda_only_attributes
 from .reach import Reach, Reason, tool_string
 
@@ -95,7 +95,7 @@ class Sites:
             # (``if x.is_cuda: y = kernel(x)`` ... ``return y``) is no predicate, its result no flag
             tests = [
                 n.test if isinstance(n, ast.If) else n.value
-                for n in ast.walk(stmt)
+                for n in walk(stmt)
                 if isinstance(n, ast.Return) or isinstance(n, ast.If) and _answers(n)
             ]
             found = [t for t in tests if t is not None and self.signs(t)]
@@ -116,7 +116,7 @@ class Sites:
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "startswith" and node.args:
-                return any(_cuda_string(n) for n in ast.walk(node.args[0]))
+                return any(_cuda_string(n) for n in walk(node.args[0]))
             return qualify(func, self.names) in CUDA_QUERIES
         return False
 
@@ -162,7 +162,7 @@ class Sites:
     def spelling(self, test: ast.AST) -> str:
         """How ``test`` tests for CUDA, as the API column of its finding (``torch.cuda.is_available``,
         ``Tensor.is_cuda``, ``device == "cuda"``, ``str.startswith("cuda")``), or ``flag`` for a flag."""
-        for node in ast.walk(test):
+        for node in walk(test):
             if isinstance(node, ast.Attribute) and node.attr == "is_cuda":
                 return "Tensor.is_cuda"
             if isinstance(node, ast.Call):
@@ -310,7 +310,7 @@ class Sites:
                 word in line for line in self.lines[test.lineno - 1 : test.end_lineno or test.lineno]
             ):
                 continue
-            if any(isinstance(n, ast.Name) and n.id == flag for n in ast.walk(test)):
+            if any(isinstance(n, ast.Name) and n.id == flag for n in walk(test)):
                 region += [test, *self._chosen(node, self.signs(test, 1, flags))]
         self._keep(value, "flag", region, klass, flag=flag)
 
@@ -348,7 +348,7 @@ class Sites:
             return
         also = [
             t
-            for n in ast.walk(node)
+            for n in walk(node)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id not in self.names
             for t in self.predicates.get(n.func.id, [])
         ]
@@ -444,7 +444,7 @@ def _device_like(node: ast.AST) -> bool:
         and DEVICE_WORD.search(n.id)
         or isinstance(n, ast.Attribute)
         and DEVICE_WORD.search(n.attr)
-        for n in ast.walk(node)
+        for n in walk(node)
     )
 
 
