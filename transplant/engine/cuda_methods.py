@@ -14,7 +14,7 @@ import re
 import libcst as cst
 
 from .cst_util import dotted_parts
-from .traverse import descendants
+from .traverse import descendants, substance
 
 _CHAIN = re.compile(rb"\)\s*\.\s*\w*[cC]uda\w*\s*\(")
 _METHOD = re.compile(r"cuda", re.IGNORECASE)
@@ -25,7 +25,7 @@ def cuda_method_keeps(module: cst.Module, text: bytes) -> dict[int, str]:
     if _CHAIN.search(text) is None:
         return {}
     kept: dict[int, str] = {}
-    for node in descendants(module):
+    for node in substance(module):
         if not (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)

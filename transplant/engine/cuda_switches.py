@@ -18,7 +18,7 @@ import re
 import libcst as cst
 
 from .cst_util import dotted_parts
-from .traverse import descendants
+from .traverse import descendants, substance
 
 _BYTES = re.compile(rb"\b(?:use_|on_|enable_|with_)?(?:cuda|gpu)s?[ \t]*=[^=]")
 _SWITCH = re.compile(r"^(?:use_|on_|enable_|with_)?(?:cuda|gpu)s?$")
@@ -31,7 +31,7 @@ def switch_keeps(module: cst.Module, text: bytes, own_packages: frozenset[str]) 
     not define -> why it stays."""
     if b"torch" not in text or _BYTES.search(text) is None:
         return {}
-    nodes = list(descendants(module))
+    nodes = list(substance(module))
     own = _own_names(nodes, own_packages) | {m.group(1).decode() for m in _DEF.finditer(text)}
     kept: dict[int, str] = {}
     for node in nodes:
@@ -54,7 +54,7 @@ def switch_keeps(module: cst.Module, text: bytes, own_packages: frozenset[str]) 
 
 def _asks_cuda(value: cst.BaseExpression) -> bool:
     """Does ``value`` call a ``torch.cuda`` query (``torch.cuda.is_available()``, ``device_count()``)?"""
-    for node in descendants(value):
+    for node in substance(value):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             parts = dotted_parts(node.func)
             if parts is not None and parts[:2] == ["torch", "cuda"] and len(parts) == 3:

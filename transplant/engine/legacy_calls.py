@@ -21,7 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .cst_util import dotted_parts
-from .traverse import descendants
+from .traverse import substance
 
 WHY = (
     "the fallback for an older torch: the call with the argument, in the try above, raised TypeError "
@@ -34,7 +34,7 @@ def legacy_fallbacks(module: cst.Module, text: bytes) -> dict[int, str]:
     if b"TypeError" not in text:
         return {}
     found: dict[int, str] = {}
-    for node in descendants(module):
+    for node in substance(module):
         if not isinstance(node, cst.Try):
             continue
         handlers = [h for h in node.handlers if _catches_type_error(h.type)]
@@ -54,7 +54,7 @@ def legacy_fallbacks(module: cst.Module, text: bytes) -> dict[int, str]:
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    return [n for n in descendants(node) if isinstance(n, cst.Call)]
+    return [n for n in substance(node) if isinstance(n, cst.Call)]
 
 
 def _spelling(func: cst.BaseExpression) -> str:

@@ -28,7 +28,7 @@ import libcst as cst
 
 from ..project.npu_support import NO_NPU_ARM
 from .cst_util import dotted_parts
-from .traverse import children, descendants
+from .traverse import descendants, parts, substance
 
 # another accelerator than CUDA, as a word of an identifier or a string: cheap pre-check on bytes first
 OTHER_BYTES = re.compile(rb"(?i)(?<![a-z])(?:hip|rocm|rocr|xpu|npu|ascend|hccl)(?![a-z])")
@@ -97,12 +97,12 @@ def _own_backends(nodes, into: set[str]) -> list[cst.CSTNode]:
         found = _backend(node)
         if found:
             into.add(found)
-        stack.extend(children(node))
+        stack.extend(parts(node))
     return nested
 
 
 def _test_backends(test: cst.CSTNode) -> set[str]:
-    return {b for b in (_backend(n) for n in descendants(test)) if b}
+    return {b for b in (_backend(n) for n in substance(test)) if b}
 
 
 def _families(text: bytes) -> dict[str, str]:
@@ -156,7 +156,7 @@ def helper_regions(
             if names:
                 regions.append((stmt, names))
                 continue
-            for node in descendants(stmt):
+            for node in substance(stmt):
                 if isinstance(node, cst.IfExp) and _test_backends(node.test):
                     regions.append((node, _test_backends(node.test)))
                 elif isinstance(node, _SCOPES):
@@ -185,7 +185,7 @@ def helper_regions(
 def _arm_in_callee(region: cst.CSTNode, functions: dict[str, set[str]], elsewhere: Callable[[str], str] | None) -> str:
     """The project function the helper ``region`` calls that names NPU itself: "name()" of this module,
     or where ``elsewhere`` finds it; "" when none does."""
-    for node in descendants(region):
+    for node in substance(region):
         if not isinstance(node, cst.Call):
             continue
         parts = dotted_parts(node.func)

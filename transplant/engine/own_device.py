@@ -24,7 +24,7 @@ import libcst as cst
 from ..rules import RuleSet
 from .literals import is_cuda_device
 from .passed_options import LOOKUP_KEYS
-from .traverse import descendants, walk
+from .traverse import substance, walk
 
 _IMPORT = rb"^[ \t]*(?:from|import)[ \t]+%s\b"
 
@@ -58,7 +58,7 @@ def _held_values(module: cst.Module):
     """The values a device is kept in for later: a lookup's default (``cfg.get("device", "cuda:0")``),
     a parameter's default, the value of an assignment (``self.device = "cuda:0"``). A string given
     straight to a call (``policy.to("cuda:0")``) is the policy's and converts."""
-    for node in descendants(module):
+    for node in substance(module):
         if isinstance(node, cst.Param) and node.default is not None:
             yield node.default
         elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:

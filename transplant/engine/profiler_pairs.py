@@ -16,7 +16,7 @@ import libcst as cst
 
 from .cst_util import dotted_parts
 from .multi_backend import HELPER
-from .traverse import descendants
+from .traverse import descendants, substance
 
 _PAIRED = frozenset({"profile", "schedule", "tensorboard_trace_handler"})
 
@@ -27,7 +27,7 @@ def profiler_keeps(module: cst.Module, text: bytes, kept: dict[int, str]) -> dic
     the other analyses keep, and why)."""
     if b"ProfilerActivity" not in text or not kept:
         return {}
-    nodes = list(descendants(module))
+    nodes = list(substance(module))
     activity = next(
         (
             node

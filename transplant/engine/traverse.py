@@ -95,6 +95,28 @@ _TRIVIA = (
 _IS_TRIVIA: dict[type, bool] = {}
 
 
+def _is_trivia(cls: type) -> bool:
+    trivia = _IS_TRIVIA.get(cls)
+    if trivia is None:
+        trivia = _IS_TRIVIA[cls] = issubclass(cls, _TRIVIA)
+    return trivia
+
+
+def parts(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node``'s children less whitespace, comments and tokens (no name, string or expression is
+    below those): for the analyses that look for names and strings."""
+    return [child for child in children(node) if not _is_trivia(type(child))]
+
+
+def substance(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it but whitespace, comments and tokens (in no particular order)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(parts(current))
+
+
 def _check(visitor: cst.CSTVisitor) -> None:
     for cls in type(visitor).__mro__:
         if cls.__module__.startswith("libcst"):
@@ -135,11 +157,8 @@ class _Dispatch:
                 (None, None) if generic else (_own_hook(v, "visit_" + name), _own_hook(v, "leave_" + name))
                 for v, generic in zip(self.visitors, self.generic)
             ]
-            trivia = _IS_TRIVIA.get(cls)
-            if trivia is None:
-                trivia = _IS_TRIVIA[cls] = issubclass(cls, _TRIVIA)
             # a subtree of trivia no visitor looks at is not walked at all
-            self.skip[cls] = trivia and not any(self.generic) and all(h == (None, None) for h in hooks)
+            self.skip[cls] = _is_trivia(cls) and not any(self.generic) and all(h == (None, None) for h in hooks)
         return hooks
 
 
