@@ -367,10 +367,42 @@ def test_cuda_branch_of_code_that_gives_npu_its_own_path_is_a_note():
 def test_the_project_scan_reads_every_file_the_new_scans_need():
     """project.STATIC_WORDS decides which files the project scan reads at all: the words of the
     scans kept in their own modules (which that package cannot import) must be among them."""
-    from transplant.project import STATIC_WORDS, frameworks, installs
+    from transplant.project import PAIRED_WORDS, STATIC_WORDS, frameworks, installs
 
-    assert set(frameworks.WORDS) <= set(STATIC_WORDS)
-    assert set(installs.WORDS) <= set(STATIC_WORDS)
+    words = set(STATIC_WORDS) | {word for word, _also in PAIRED_WORDS}
+    assert set(frameworks.WORDS) <= words
+    assert set(installs.WORDS) <= words
+
+
+@pytest.mark.parametrize(
+    "source, scanned",
+    [
+        ("import ray\n\n\n@ray.remote(num_gpus=1)\ndef f():\n    pass\n", True),
+        ("from ray import remote\nopts = {'GPU': 1}\n", True),
+        ("x = {'GPU': 1}\nnum_gpus = 2\n", False),  # no Ray: no setting of it
+        ("import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=1)\n", True),
+        ("accelerator = 'gpu'\n", False),  # no Lightning
+        ("import subprocess\nsubprocess.run(['pip', 'install', 'flash-attn'])\n", True),
+        ("pipeline = make_pipeline()\n", False),  # "pip" in a word, no install
+    ],
+)
+def test_the_project_scan_reads_a_file_for_a_common_word_only_beside_its_pair(source: str, scanned: bool):
+    """Words that are common alone (GPU, gpus, accelerator, pip) count only with the word every finding
+    they lead to needs too (the framework's import, "install")."""
+    from transplant.project import NO_FACTS
+
+    assert NO_FACTS.may_match(source.encode()) is scanned
+
+
+def test_a_projects_kernel_names_count_as_words():
+    import dataclasses
+
+    from transplant.project import NO_FACTS
+
+    facts = dataclasses.replace(NO_FACTS, kernel_words=frozenset({b"_fwd_kernel"}))
+    assert facts.may_match(b"from .ops import _fwd_kernel\n_fwd_kernel[grid](x)\n")
+    assert not facts.may_match(b"size = cfg._fwd_kernel_size\n")
+    assert not NO_FACTS.may_match(b"from .ops import _fwd_kernel\n")
 
 
 NO_ROUTE = """import torch

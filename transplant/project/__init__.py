@@ -14,12 +14,13 @@ import dataclasses
 import fnmatch
 import re
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from . import backends, cpp_ops, passed
 from . import npu_support as npu_support_of
 from .registries import npu_registrations
+from ..rules import words_of
 from .stars import provided, star_targets
 
 if TYPE_CHECKING:
@@ -39,15 +40,20 @@ STATIC_WORDS = (
     b".cuh",
     b"extra_cuda_cflags",
     b"cuda_sources",  # the five before: builds through a project's own helper (builds.HELPER_WORDS)
-    b"attn_implementation",
+    b"attn_implementation",  # frameworks.WORDS: these three, and the paired ones below
     b"use_flash_attention_2",
-    b"accelerator",
     b"load_in_8bit",
     b"load_in_4bit",
-    b"num_gpus",
-    b"gpus",
-    b"GPU",  # frameworks.WORDS
-    b"pip",  # installs.WORDS
+)
+# words that count only beside another, which every finding they lead to needs too: Ray's settings
+# (``num_gpus=``, ``{"GPU": 1}``) and Lightning's (``gpus=``, ``accelerator=``) in a file that imports
+# it (frameworks.py), ``pip`` in a command that installs (installs.py): alone they are common words
+PAIRED_WORDS = (
+    (b"num_gpus", b"ray"),
+    (b"GPU", b"ray"),
+    (b"gpus", b"lightning"),
+    (b"accelerator", b"lightning"),
+    (b"pip", b"install"),
 )
 MAX_SCAN_BYTES = 16 << 20  # a larger "source" is data, not code
 _PYBIND_MACRO = re.compile(r"^[A-Z][A-Z0-9_]*$")  # TORCH_EXTENSION_NAME and the like
@@ -89,18 +95,20 @@ class ProjectFacts:
     # the input folder in repository mode ("" in the file modes: paths are as the user gave them); the
     # project's own modules are found from it on disk when a guard needs them (modules.py)
     root: str = ""
-    _word_re: "re.Pattern[bytes] | None" = field(default=None, compare=False, repr=False)
+    # the names of the project's CUDA Triton kernels: a file that imports or launches one spells it as
+    # a word (``_fwd_kernel`` in ``_fwd_kernel_size`` is none)
+    kernel_words: frozenset[bytes] = frozenset()
 
     def may_match(self, data: bytes) -> bool:
         """Can the project scan of a Python file find anything in ``data``? (sound: every finding
-        needs one of ``words`` spelled in the file: an import of the module, the namespace, ...)"""
-        if len(self.words) <= len(STATIC_WORDS) + 4:  # a few substring searches beat a regular expression's alternation
-            return any(word in data for word in self.words)
-        pattern = self._word_re
-        if pattern is None:
-            pattern = re.compile(b"|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True)))
-            object.__setattr__(self, "_word_re", pattern)
-        return pattern.search(data) is not None
+        needs one of ``words`` spelled in the file: an import of the module, the namespace, ...; or
+        both words of a pair of PAIRED_WORDS; or a kernel's name as a word)"""
+        return (
+            any(word in data for word in self.words)
+            or any(word in data and also in data for word, also in PAIRED_WORDS)
+            or bool(self.kernel_words)
+            and not self.kernel_words.isdisjoint(words_of(data))
+        )
 
     def star_names(self, path: str) -> tuple[dict[str, str], tuple[str, ...]]:
         """What the star imports of ``path`` provide (name -> qualified name), and which of its
@@ -312,13 +320,12 @@ def _triton_facts(
     ready_dirs = triton.npu_ready_dirs(marked, dependency_dirs)
     ready = triton.npu_ready_files(set(kernel_files), marked, ready_dirs, loaded)
     cuda = {rel: names for rel, names in kernel_files.items() if rel not in ready}
-    words = set(facts.words) | {name.encode() for names in cuda.values() for name in names}
     return dataclasses.replace(
         facts,
         triton_kernels=tuple(sorted(cuda.items())),
         triton_ready=ready,
         triton_ready_dirs=tuple(sorted(ready_dirs)),
-        words=tuple(sorted(words)),
+        kernel_words=frozenset(name.encode() for names in cuda.values() for name in names),
     )
 
 
