@@ -74,3 +74,26 @@ def test_check_reports_star_provided_names_and_the_assumption():
         "tools/other.py:1:1: TP203 torch is used in this file without an import of its own: it is taken as "
         "the torch module, assumed to come from `from thirdparty_helpers import *`"
     ) in out
+
+
+def test_a_module_many_files_star_import_is_read_once_and_gives_each_the_same_names():
+    from transplant.project.stars import provided
+
+    sources = {
+        "pkg/common.py": b"import torch\nfrom torch.cuda import amp\nfrom .deeper import *\n",
+        "pkg/deeper.py": b"import numpy as np\nfrom .common import *\n",  # (a cycle back)
+    }
+    reads: list[str] = []
+
+    def read(rel: str) -> bytes | None:
+        reads.append(rel)
+        return sources.get(rel)
+
+    known: dict = {}
+    first = provided("pkg/a.py", [(1, "common")], read, sources.__contains__, known)
+    second = provided("pkg/b.py", [(1, "common")], read, sources.__contains__, known)
+    third = provided("pkg/c.py", [(1, "deeper")], read, sources.__contains__, known)
+    assert first == second == ({"torch": "torch", "amp": "torch.cuda.amp", "np": "numpy"}, (".common",))
+    assert third == ({"np": "numpy", "torch": "torch", "amp": "torch.cuda.amp"}, (".deeper",))
+    assert sorted(reads) == ["pkg/common.py", "pkg/deeper.py"]  # once each
+    assert provided("pkg/d.py", [(1, "common")], read, sources.__contains__) == first  # without the memo too

@@ -338,8 +338,9 @@ def _stars(importers: dict[str, list[tuple[int, str]]], python_files: dict[str, 
             return None
 
     out = []
+    known: dict[str, tuple | None] = {}  # what each module exports, read once for all its importers
     for rel, targets in sorted(importers.items()):
-        names, found = provided(rel, targets, read, python_files.__contains__)
+        names, found = provided(rel, targets, read, python_files.__contains__, known)
         if found:
             out.append((rel, tuple(sorted(names.items())), found))
     return tuple(out)

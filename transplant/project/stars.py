@@ -83,38 +83,52 @@ def _module_level(body: list[ast.stmt]):
 
 
 def provided(
-    importer: str, targets: list[tuple[int, str]], read: Callable[[str], bytes | None], exists: Callable[[str], bool]
+    importer: str,
+    targets: list[tuple[int, str]],
+    read: Callable[[str], bytes | None],
+    exists: Callable[[str], bool],
+    known: dict[str, tuple | None] | None = None,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """The names the star imports ``targets`` of ``importer`` provide, and the modules (as written,
-    with their dots) that were found in the project."""
+    with their dots) that were found in the project. ``known``: what each module read so far exports
+    (given again for every importer of a run: a module many files star-import is parsed once)."""
     names: dict[str, str] = {}
     resolved: list[str] = []
+    known = {} if known is None else known
     for level, module in targets:
         path = resolve(importer, level, module, exists)
         if path is None:
             continue
         resolved.append("." * level + module)
-        for name, qualified in _names_of(path, read, exists, set(), 0).items():
+        for name, qualified in _names_of(path, read, exists, set(), 0, known).items():
             names.setdefault(name, qualified)
     return names, tuple(resolved)
 
 
-def _names_of(path: str, read, exists, seen: set[str], depth: int) -> dict[str, str]:
+def _exports(path: str, read, known: dict[str, tuple | None]) -> tuple | None:
+    """``exported`` of the module at ``path``, read and parsed once; None when it cannot be."""
+    if path not in known:
+        data = read(path)
+        try:
+            known[path] = exported(ast.parse(data)) if data is not None else None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            known[path] = None
+    return known[path]
+
+
+def _names_of(path: str, read, exists, seen: set[str], depth: int, known: dict[str, tuple | None]) -> dict[str, str]:
     if path in seen or depth > MAX_DEPTH:
         return {}
     seen.add(path)
-    data = read(path)
-    if data is None:
+    found = _exports(path, read, known)
+    if found is None:
         return {}
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    names, stars, public = exported(tree)
+    names, stars, public = found
+    names = dict(names)  # (the names below are added to a copy: the known exports stay as read)
     for level, module in stars:
         target = resolve(path, level, module, exists)
         if target is not None:
-            for name, qualified in _names_of(target, read, exists, seen, depth + 1).items():
+            for name, qualified in _names_of(target, read, exists, seen, depth + 1, known).items():
                 names.setdefault(name, qualified)
     if public is not None:
         return {n: q for n, q in names.items() if n in public}
