@@ -303,9 +303,10 @@ print("accelerator ok")
 """
 
 
-def test_torch_accelerator_answers_as_on_an_npu_host(tmp_path):
+@pytest.mark.parametrize("options", [["--strict"], []], ids=["strict", "plain"])  # with and without the device mode
+def test_torch_accelerator_answers_as_on_an_npu_host(tmp_path, options):
     (tmp_path / "acc.py").write_text(ACCELERATOR)
-    proc = emulate(["--strict", "acc.py"], tmp_path)
+    proc = emulate([*options, "acc.py"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("accelerator ok")
 

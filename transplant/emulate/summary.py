@@ -120,6 +120,33 @@ def _names_npu(values) -> bool:
     return False
 
 
+def tensor_moved() -> None:
+    """A tensor move seen by an NPU kernel (plain emulate under device identity, without the device
+    mode: entries.py)."""
+    summary = _state.get("summary")
+    if summary is not None:
+        summary.tensors += 1
+        summary._place("tensor")
+
+
+def module_moved() -> None:
+    """A module move seen by ``Module.to`` (entries.py)."""
+    summary = _state.get("summary")
+    if summary is not None:
+        summary.module_npu()
+
+
+def moves_module(args: tuple, kwargs: dict) -> bool:
+    """Whether ``Module.to(*args, **kwargs)`` moves the module to the NPU: an npu device or its name,
+    or a device index (the NPU's where torch_npu is loaded)."""
+    return (
+        _names_npu(args)
+        or bool(kwargs and _names_npu(kwargs.values()))
+        or (bool(args) and _is_index(args[0]) and _npu_loaded())
+        or (bool(kwargs) and _is_index(kwargs.get("device")) and _npu_loaded())
+    )
+
+
 def _is_index(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
