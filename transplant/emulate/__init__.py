@@ -18,6 +18,7 @@ user's), and no other command loads it; the converter never imports it.
     generators.py  --device-identity: torch.Generator("npu") as torch_npu makes it, the backing's numbers
     npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
     entries.py   --device-identity without --strict: no device mode; its jobs done at a few entry points
+    memory.py    --device-identity on the CPU: memory statistics that count live NPU tensors as torch_npu does
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
     compiling.py torch.compile runs eagerly (torch's disable=True), counted in the summary
     summary.py   what the run sent to the NPU, printed on stderr at the end (-q: not)

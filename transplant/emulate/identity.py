@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import generators, npus
+from . import generators, memory, npus
 from .fallbacks import may_refuse, refuse_cpu_fallback
 
 NPU = "npu"
@@ -100,8 +100,10 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
 
 
 def _npu_storage(device: torch.device, data_storage):
-    storage = npus.storage(device, data_storage.data_ptr(), data_storage.nbytes())
+    nbytes = data_storage.nbytes()
+    storage = npus.storage(device, data_storage.data_ptr(), nbytes)
     storage._emu = data_storage  # type: ignore[attr-defined]  # the emulator's own attribute: the data it stands for
+    memory.held(storage, device.index, nbytes)  # (the NPU's memory statistics)
     return storage
 
 
