@@ -59,7 +59,8 @@ def held(storage: Any, index: int, nbytes: int) -> None:
     _live[id(ref)] = (ref, index, size)
 
 
-def _freed(ref: weakref.ref) -> None:
+def _freed(ref: weakref.ref, _live=_live, _allocated=_allocated) -> None:
+    # (the tables are bound here: a storage freed while the interpreter exits finds them still)
     entry = _live.pop(id(ref), None)
     if entry is not None:
         _allocated[entry[1]] -= entry[2]

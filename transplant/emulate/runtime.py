@@ -1,10 +1,10 @@
 """Starting emulation in a process: start() when the process begins, activate() on ``import torch_npu``.
 
 start() imports torch, enters the device mode where one is needed (entries.needed) and, with
---strict, installs the CUDA-use checks, so they see the script from its first line. With the shim on the path, PyTorch's device-extension
-autoload (>= 2.5, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0) imports the emulated torch_npu during
-``import torch``, through the entry point in shim/torch_npu-0+emulated.dist-info; autoload() makes
-sure of it before the program's first line. activate() is run by the shim package's ``torch_npu``: it
+--strict, installs the CUDA-use checks, so they see the script from its first line. With the shim on
+the path, PyTorch's device-extension autoload (>= 2.5, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)
+imports the emulated torch_npu during ``import torch``, through the entry point in
+shim/torch_npu-0+emulated.dist-info; autoload() makes sure of it before the program's first line. activate() is run by the shim package's ``torch_npu``: it
 makes "npu" a device and fills the torch_npu module with the emulated namespaces. A process
 that imports the shim without start() (a child the script started with the shim on PYTHONPATH)
 starts from the environment. This module wires the others together and owns no behaviour.

@@ -4,8 +4,9 @@ Three things: how many tensor and module moves went to the NPU (every torch call
 device: ``.to``, ``.npu()``, factories' ``device=``, ``Module.to``/``.npu()``); the places in the
 project's own code where the run first went to the NPU (file:line, the first few, in order: the
 branches that took the NPU path); and the torch_npu names the project's own code used. It observes
-through the device mode's hook (devices.py) and the torch_npu modules' attribute reads; it changes
-nothing the program sees.
+through the device mode's hook (devices.py) or, where no device mode runs (plain emulate under device
+identity: entries.py), the NPU kernels and ``Module.to``, and through the torch_npu modules' attribute
+reads; it changes nothing the program sees.
 """
 
 from __future__ import annotations
