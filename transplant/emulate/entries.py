@@ -112,9 +112,6 @@ def _no_pinning() -> None:
         base = getattr(torch.Tensor, name)
         function.__name__, function.__qualname__, function.__doc__ = base.__name__, base.__qualname__, base.__doc__
         setattr(torch.Tensor, name, function)
-    from . import devices
-
-    devices.PIN_MEMORY.add(torch.Tensor.pin_memory)  # (a device mode entered later, by a child's --strict)
 
 
 def _pinning_factories() -> set[str]:

@@ -33,20 +33,34 @@ _allocated: dict[int, int] = {}  # NPU index -> bytes of the blocks of live NPU 
 _peak: dict[int, int] = {}
 _reserved: dict[int, int] = {}
 _peak_reserved: dict[int, int] = {}
-_live: dict[int, tuple] = {}  # id(weak reference) -> (the reference, NPU index, block size)
+
+
+class _Block(weakref.ref):
+    """A live NPU storage's block: freed with the storage (every new NPU tensor's storage gets one,
+    so it is kept small)."""
+
+    __slots__ = ("index", "size")
+    index: int
+    size: int
+
+
+_live: dict[int, _Block] = {}  # id -> the block (kept until its storage is freed)
 
 
 def block(nbytes: int) -> int:
     """The bytes torch_npu's allocator counts for a storage of ``nbytes`` bytes."""
-    return 0 if nbytes <= 0 else -(-(nbytes + PAD) // BLOCK) * BLOCK
+    return 0 if nbytes <= 0 else (nbytes + PAD + BLOCK - 1) // BLOCK * BLOCK
 
 
 def held(storage: Any, index: int, nbytes: int) -> None:
     """``storage``, an NPU storage on npu:``index`` standing for ``nbytes`` bytes of backing data, is
     allocated until it is freed."""
-    size = block(nbytes)
-    if not size:
+    if nbytes <= 0:
         return
+    size = (nbytes + PAD + BLOCK - 1) // BLOCK * BLOCK  # block(nbytes), without a call: every result's path
+    held_block = _Block(storage, _freed)
+    held_block.index, held_block.size = index, size
+    _live[id(held_block)] = held_block
     now = _allocated.get(index, 0) + size
     _allocated[index] = now
     if now > _peak.get(index, 0):
@@ -55,15 +69,12 @@ def held(storage: Any, index: int, nbytes: int) -> None:
         _reserved[index] = now
         if now > _peak_reserved.get(index, 0):
             _peak_reserved[index] = now
-    ref = weakref.ref(storage, _freed)
-    _live[id(ref)] = (ref, index, size)
 
 
-def _freed(ref: weakref.ref, _live=_live, _allocated=_allocated) -> None:
+def _freed(freed: _Block, _live=_live, _allocated=_allocated) -> None:
     # (the tables are bound here: a storage freed while the interpreter exits finds them still)
-    entry = _live.pop(id(ref), None)
-    if entry is not None:
-        _allocated[entry[1]] -= entry[2]
+    if _live.pop(id(freed), None) is not None:
+        _allocated[freed.index] -= freed.size
 
 
 def _index(device) -> int:
