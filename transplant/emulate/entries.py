@@ -23,7 +23,7 @@ of the PrivateUse1 device, so almost nothing needs translating; the device mode'
 
 ``--strict`` (its checks see every call) and ``--no-device-identity`` (every device argument is
 translated) keep the device mode. A wrapped torch function stays a TorchScript builtin of its operator
-(``builtin``), so scripted code that calls it compiles as before.
+(compiling.builtin), so scripted code that calls it compiles as before.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import npus
+from . import compiling, npus
 
 NPU = "npu"
 # the torch functions that ask the device guard which NPU "npu" is (the others leave the index to
@@ -45,15 +45,6 @@ def needed(identity: bool, strict: bool) -> bool:
     """Whether a process needs the device mode (devices.enter_mode): with --strict or without device
     identity; plain emulate under device identity does without it (this module)."""
     return strict or not identity
-
-
-def builtin(function: Callable, wrapper: Callable, name: str) -> None:
-    """``wrapper`` (of the torch function ``function``) compiles in TorchScript as ``aten::name`` did."""
-    try:
-        from torch.jit import _builtins
-    except ImportError:  # pragma: no cover - TorchScript is part of every PyTorch this supports
-        return
-    _builtins._register_builtin(wrapper, _builtins._find_builtin(function) or f"aten::{name}")
 
 
 def install(backing: Any) -> None:
@@ -135,5 +126,5 @@ def _factory(base: Callable, name: str, guarded: bool, pinning: bool) -> Callabl
                 args, kwargs = npus.name_selected(args, kwargs, False)
         return base(*args, **kwargs)
 
-    builtin(base, factory, name)
+    compiling.builtin(base, factory, name)
     return factory

@@ -147,13 +147,13 @@ def _watch_host_draws() -> None:
     if _watch_host_draws.done:  # type: ignore[attr-defined]
         return
     _watch_host_draws.done = True  # type: ignore[attr-defined]
-    from . import entries
+    from . import compiling
 
     for name in _draws():
         function = getattr(torch, name, None)
         if callable(function):
             wrapper = _checked(function, name)
-            entries.builtin(function, wrapper, name)
+            compiling.builtin(function, wrapper, name)
             setattr(torch, name, wrapper)
         method = getattr(torch.Tensor, name, None)
         if callable(method):
