@@ -127,6 +127,31 @@ def test_readme_example_trains_alike_with_and_without_device_identity(tmp_path):
     assert lines(identity.stdout, "epoch") == lines(plain.stdout, "epoch") != []
 
 
+def test_plain_emulate_runs_no_device_mode_and_still_does_its_jobs(tmp_path):
+    """Plain emulate under device identity runs no TorchFunctionMode (its cost is every call's);
+    what the mode did is done by the kernels and a few entry points, so a program sees what it sees
+    under --strict, which keeps the mode."""
+    shutil.copy(FIDELITY.parent / "modeless.py", tmp_path)
+    plain = emulate(["modeless.py"], tmp_path)
+    strict = emulate(["--strict", "modeless.py"], tmp_path)
+    assert plain.returncode == 0 and strict.returncode == 0, plain.stderr + strict.stderr
+    assert "modes 0" in plain.stderr.splitlines() and "modes 1" in strict.stderr.splitlines()
+    assert plain.stdout == strict.stdout
+    placed = ["to", "to-device", "to-keyword", "npu", "tensor", "as_tensor", "zeros", "module"]
+    assert lines(plain.stdout, "device ") == [
+        *(f"device {name} npu:1" for name in placed),  # "npu" is the selected NPU, not PyTorch's guard's 0
+        "device back npu:0 npu:0",
+        "device index npu:2 npu:3",
+    ]
+    # pinning on the CPU backing gives the tensor back, pinned by nothing (PyTorch would raise here)
+    assert lines(plain.stdout, "pin ") == ["pin True False False cpu False"]
+    assert lines(plain.stdout, "script ") == ["script [3.0, 3.0]"]  # wrapped factories stay TorchScript builtins
+    # the summary counts without the mode: each move to the NPU, the module's by Module.to
+    summary = summary_line(plain.stderr)
+    assert re.search(r"summary: 13 tensor moves and 1 module move to the NPU$", summary), summary
+    assert "modeless.py:15 (module), modeless.py:17 (tensor)" in plain.stderr
+
+
 def test_the_summary_says_what_went_to_the_npu_and_q_silences_it(tmp_path):
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "helpers.py").write_text("def place(t):\n    return t.to('npu')\n")

@@ -280,13 +280,15 @@ except ValueError as exc:
     assert "doesn't match the current accelerator" in str(exc)
 else:
     raise AssertionError("cpu taken for the accelerator")
-assert acc.memory_allocated() == acc.max_memory_reserved() == 0 and acc.memory.memory_stats() == {}
+assert acc.memory_allocated() == acc.max_memory_reserved() == 0
+assert acc.memory.memory_stats()["allocated_bytes.all.current"] == 0
 acc.empty_cache(); acc.reset_peak_memory_stats(); acc.memory.reset_accumulated_memory_stats(0)
 free, total = acc.get_memory_info()
 assert 0 < free <= total
 assert torch.get_device_module() is torch.npu is torch_npu.npu
 device = acc.current_accelerator()
 model = torch.nn.Linear(2, 2).to(device)
+assert acc.memory_allocated() == acc.memory_allocated(2) == 2 * 512 and acc.memory_allocated(0) == 0  # on npu:2
 from torch.utils.data import DataLoader, TensorDataset
 loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, pin_memory=True)
 assert sum(batch.to(device).sum().item() for (batch,) in loader) == 28
@@ -303,9 +305,10 @@ print("accelerator ok")
 """
 
 
-def test_torch_accelerator_answers_as_on_an_npu_host(tmp_path):
+@pytest.mark.parametrize("options", [["--strict"], []], ids=["strict", "plain"])  # with and without the device mode
+def test_torch_accelerator_answers_as_on_an_npu_host(tmp_path, options):
     (tmp_path / "acc.py").write_text(ACCELERATOR)
-    proc = emulate(["--strict", "acc.py"], tmp_path)
+    proc = emulate([*options, "acc.py"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("accelerator ok")
 

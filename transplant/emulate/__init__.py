@@ -5,7 +5,7 @@ It runs a converted script in a process where ``import torch_npu`` gives an emul
 user's), and no other command loads it; the converter never imports it.
 
     cli.py       the command line: checks, the stderr notice, running the script
-    devices.py   "npu" as a device name: translation of npu devices for every torch call, tensor and
+    devices.py   "npu" as a device name: translation of npu devices for every torch call (the device mode), tensor and
                  module methods, autocast, GradScaler, the hccl backend, DistributedDataParallel
     npu_api.py   the torch_npu.npu namespace (devices, streams, events, memory, seeds, amp)
     properties.py  get_device_properties, get_device_name, mem_get_info: torch_npu's fields and checks
@@ -17,6 +17,8 @@ user's), and no other command loads it; the converter never imports it.
     collectives.py  --device-identity: the emulated hccl's collectives (and DDP) on NPU tensors
     generators.py  --device-identity: torch.Generator("npu") as torch_npu makes it, the backing's numbers
     npus.py      the emulated NPUs under device identity: how many, which is selected, tensors on npu:i
+    entries.py   --device-identity without --strict: no device mode; its jobs done at a few entry points
+    memory.py    --device-identity on the CPU: memory statistics that count live NPU tensors as torch_npu does
     builds.py    CUDA-only extension builds (load_inline with cuda_sources, ...) fail naming the build
     compiling.py torch.compile runs eagerly (torch's disable=True), counted in the summary
     summary.py   what the run sent to the NPU, printed on stderr at the end (-q: not)

@@ -2,7 +2,9 @@
 
 How: torch's PrivateUse1 device type is renamed "npu" (``torch.utils.rename_privateuse1_backend``),
 so ``torch.device("npu:1")`` is a real torch.device of type "npu" with index 1, as it is with
-torch_npu, and parses wherever torch parses devices. No tensor is ever placed on that device: a
+torch_npu, and parses wherever torch parses devices. Under device identity NPU tensors are tensors of
+that device (identity.py), and plain emulate runs no device mode (entries.py does its jobs);
+with --strict or --no-device-identity, a
 ``TorchFunctionMode``, entered in the main thread and in every thread started later, sees every torch
 function and tensor method call (factories, ``.to``, ``.new_*``, ``_parse_to`` under ``Module.to``,
 ...) and replaces each npu device argument (a torch.device or a string "npu"/"npu:N") by the
@@ -41,6 +43,7 @@ class Backing:
         self.kind = kind
         self.identity = identity  # --device-identity: npu devices stay npu devices (identity.py computes)
         self.active = False  # npu devices mean something only once torch_npu is imported, as on an NPU
+        self.modeless = False  # no device mode: its jobs are entries.py's (plain emulate under device identity)
 
     def count(self) -> int:
         """How many NPUs: with device identity, as many as npus.py says; without, the GPUs or one."""
@@ -238,6 +241,10 @@ def install(backing: Backing) -> None:
         identity.install(backing.device())
         generators.install()  # torch.Generator("npu")
         composites.install(whole=backing.kind == "cpu")  # LSTM, GRU, their cells, attention: as the backing runs them
+        if backing.modeless:
+            from . import entries
+
+            entries.install(backing)
     else:
         _methods(backing)
     _amp(backing)

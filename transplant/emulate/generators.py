@@ -11,12 +11,18 @@ backing (a subclass of ``torch.Generator`` that says it is on the NPU): seeded a
 the backing's generator draws, which is what the tests compare. ``torch.default_generator`` stands
 for the NPU default generators too (npu_api.py), so NPU operators take it.
 
-The check is the device mode's (``check_call``, for the calls with a ``generator`` argument): the
-kernels of NPU operators receive the generator as C++ hands it back, a plain backing generator.
+The check: with the device mode (``--strict``, ``--no-device-identity``) the mode's, for the calls
+with a ``generator`` argument (``check_call``). Without it (plain emulate: entries.py), an NPU
+operator's kernel checks the generator it receives (``check_kernel``: C++ hands it back as a plain
+backing generator, told apart from an NPU one by the C++ generator it wraps, ``_cdata``), and the
+host operators that draw are wrapped to check theirs once the program has made an NPU generator
+(``_watch_host_draws``): before that, no generator can be an NPU one.
 """
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import Any
 
 import torch
@@ -38,6 +44,8 @@ class Generator(_BASE, metaclass=Meta):
         npu = _npu(device)
         made = _BASE.__new__(cls, "cpu" if npu is not None else device)
         made._npu = npu
+        if npu is not None:
+            _remember(made)
         return made
 
     def __init__(self, device="cpu"):
@@ -88,6 +96,75 @@ def check_call(func, args: tuple, kwargs: dict) -> None:
         raise _refuse(kind, generator)
     if kind == NPU and not npu and generator is not torch.default_generator:
         raise _refuse(NPU, generator)
+
+
+_NPU_GENERATORS: set[int] = set()  # the C++ generators (_cdata) of the live NPU generators
+
+
+def _remember(generator: Any) -> None:
+    cdata = generator._cdata
+    _NPU_GENERATORS.add(cdata)
+    weakref.finalize(generator, _NPU_GENERATORS.discard, cdata)
+    _watch_host_draws()
+
+
+def check_kernel(generator) -> None:
+    """In an NPU operator's kernel: its generator (as C++ hands it back) must be an NPU generator or
+    the default generator, which stands for the NPUs' too."""
+    if generator is None:
+        return
+    cdata = generator._cdata
+    default: Any = torch.default_generator
+    if cdata not in _NPU_GENERATORS and cdata != default._cdata:
+        raise _refuse(NPU, generator)
+
+
+def _draws() -> list[str]:
+    """The torch functions and Tensor methods whose operator takes a generator."""
+    names = set()
+    for schema in torch._C._jit_get_all_schemas():
+        if schema.name.startswith("aten::") and any(a.name == "generator" for a in schema.arguments):
+            names.add(schema.name[len("aten::") :])
+    return sorted(name for name in names if not name.startswith("_"))
+
+
+def _checked(base, name: str):
+    @functools.wraps(base)
+    def draw(*args, **kwargs):
+        if kwargs:
+            generator = kwargs.get("generator")
+            if generator is not None and getattr(generator, "_npu", None) is not None:
+                check_call(base, args, kwargs)
+        return base(*args, **kwargs)
+
+    return draw
+
+
+def _watch_host_draws() -> None:
+    """Once: the draws check an NPU generator given to them (a host operator refuses it), also where
+    the program runs no device mode. Installed at the first NPU generator, so a program without one
+    pays nothing."""
+    if _watch_host_draws.done:  # type: ignore[attr-defined]
+        return
+    _watch_host_draws.done = True  # type: ignore[attr-defined]
+    from . import compiling
+
+    for name in _draws():
+        function = getattr(torch, name, None)
+        if callable(function):
+            wrapper = _checked(function, name)
+            compiling.builtin(function, wrapper, name)
+            setattr(torch, name, wrapper)
+        method = getattr(torch.Tensor, name, None)
+        if callable(method):
+            setattr(torch.Tensor, name, _checked(method, name))
+    import torch.utils.data.dataset as dataset  # random_split's randperm, imported by name
+
+    if hasattr(dataset, "randperm"):
+        dataset.randperm = torch.randperm
+
+
+_watch_host_draws.done = False  # type: ignore[attr-defined]
 
 
 def install() -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import npus
+from . import generators, memory, npus
 from .fallbacks import may_refuse, refuse_cpu_fallback
 
 NPU = "npu"
@@ -76,6 +76,13 @@ _COPIES = {aten._copy_from.default, aten._copy_from_and_resize.default}
 
 class _State:
     backing: torch.device = torch.device("cpu")
+    moved: Any = None  # called for each operator given an NPU device, without the device mode (entries.py)
+
+
+def count_moves(moved) -> None:
+    """Have ``moved()`` called for each operator given an NPU device (a move or a factory's
+    ``device=``): the summary's count where no device mode sees the program's calls (entries.py)."""
+    _State.moved = moved
 
 
 def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) -> torch.Tensor:
@@ -93,8 +100,10 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
 
 
 def _npu_storage(device: torch.device, data_storage):
-    storage = npus.storage(device, data_storage.data_ptr(), data_storage.nbytes())
+    nbytes = data_storage.nbytes()
+    storage = npus.storage(device, data_storage.data_ptr(), nbytes)
     storage._emu = data_storage  # type: ignore[attr-defined]  # the emulator's own attribute: the data it stands for
+    memory.held(storage, device.index, nbytes)  # (the NPU's memory statistics)
     return storage
 
 
@@ -155,7 +164,9 @@ class _Op:
     through the fallback) rather than at each call: an OpOverload's hash is a Python method, and each
     set or cache lookup keyed by the operator calls it."""
 
-    __slots__ = ("op", "call", "packet", "slots", "aliasing", "mixing", "copy", "host_results", "refused")
+    __slots__ = (
+        "op", "call", "packet", "slots", "aliasing", "mixing", "copy", "host_results", "refused", "generator",
+    )  # fmt: skip
 
     def __init__(self, op):
         self.op = op
@@ -167,6 +178,15 @@ class _Op:
         self.copy = op in _COPIES
         self.host_results = frozenset(i for o, i in _HOST_RESULTS if o is op)
         self.refused = may_refuse(op)
+        self.generator = _generator_slot(op)
+
+
+def _generator_slot(op):
+    """Where ``op`` takes its generator: a position, a keyword's name, or None."""
+    for i, argument in enumerate(op._schema.arguments):
+        if argument.name == "generator":
+            return argument.name if argument.kwarg_only else i
+    return None
 
 
 _OPS: dict = {}  # operator -> its _Op, for the calls that come through the fallback
@@ -232,6 +252,10 @@ def _backing_kernel(info: _Op, args: tuple, kwargs: dict):
     new_args = [_unwrap(mixing, a, found, datas, devices) for a in args]
     new_kwargs = {k: _unwrap(mixing, v, found, datas, devices) for k, v in kwargs.items()} if kwargs else kwargs
     index = _index(info, found, devices)
+    if devices and _State.moved is not None:
+        _State.moved()
+    if info.generator is not None:
+        generators.check_kernel(_argument(args, kwargs, info.generator))
     if info.copy:  # (src, dst): dst is an NPU tensor; its data takes src's values
         source, dst = new_args[0], args[1]
         target = new_args[1]

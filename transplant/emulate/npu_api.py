@@ -3,8 +3,9 @@
 Each name behaves as the backing device does. On the CPU, without device identity, there is one
 device however many NPUs the script addresses (the NPU it selects is remembered and reported back);
 with it, there are as many as npus.py counts and an id outside them is an error; streams and events run
-in order at once (events time with the host clock), the memory statistics are zeros (the CPU
-allocator keeps none), and the NPU random generator is the CPU's. With a CUDA backing the names
+in order at once (events time with the host clock), the memory statistics are zeros without
+device identity (the CPU allocator keeps none) and with it count the NPU tensors (memory.py), and
+the NPU random generator is the CPU's. With a CUDA backing the names
 forward to ``torch.cuda``. This module builds namespaces only; devices.py owns "npu" as a device.
 """
 
@@ -160,6 +161,10 @@ def _cpu_api(backing: Backing) -> dict:
     )
     api.update(_cpu_streams())
     api.update(properties.build("cpu", backing.count, backing.identity, backing.device))
+    if backing.identity:  # the bytes of live NPU tensors, as torch_npu's allocator counts them
+        from . import memory
+
+        api.update(memory.api())
     return api
 
 

@@ -1,10 +1,10 @@
 """Starting emulation in a process: start() when the process begins, activate() on ``import torch_npu``.
 
-start() imports torch, enters the device mode and, with --strict, installs the CUDA-use checks, so
-they see the script from its first line. With the shim on the path, PyTorch's device-extension
-autoload (>= 2.5, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0) imports the emulated torch_npu during
-``import torch``, through the entry point in shim/torch_npu-0+emulated.dist-info; autoload() makes
-sure of it before the program's first line. activate() is run by the shim package's ``torch_npu``: it
+start() imports torch, enters the device mode where one is needed (entries.needed) and, with
+--strict, installs the CUDA-use checks, so they see the script from its first line. With the shim on
+the path, PyTorch's device-extension autoload (>= 2.5, unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)
+imports the emulated torch_npu during ``import torch``, through the entry point in
+shim/torch_npu-0+emulated.dist-info; autoload() makes sure of it before the program's first line. activate() is run by the shim package's ``torch_npu``: it
 makes "npu" a device and fills the torch_npu module with the emulated namespaces. A process
 that imports the shim without start() (a child the script started with the shim on PYTHONPATH)
 starts from the environment. This module wires the others together and owns no behaviour.
@@ -27,7 +27,7 @@ def start(backing_kind: str, strict: bool):
 
     if "backing" in _state:
         return _state["checker"]
-    from . import devices, summary
+    from . import devices, entries, summary
 
     checker = None
     if strict:
@@ -36,7 +36,11 @@ def start(backing_kind: str, strict: bool):
         checker = strict_checks.Checker()
         strict_checks.install(checker)
     backing = devices.Backing(backing_kind, identity=os.environ.get(IDENTITY_ENV) != "0")
-    devices.enter_mode(backing, summary.observer(checker.torch_call if checker else None))
+    observer = summary.observer(checker.torch_call if checker else None)
+    if entries.needed(backing.identity, strict):
+        devices.enter_mode(backing, observer)
+    else:  # plain emulate under device identity: the mode's jobs are done without it (entries.py)
+        backing.modeless = True
     _state.update(backing=backing, checker=checker)
     return checker
 

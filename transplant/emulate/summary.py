@@ -4,8 +4,9 @@ Three things: how many tensor and module moves went to the NPU (every torch call
 device: ``.to``, ``.npu()``, factories' ``device=``, ``Module.to``/``.npu()``); the places in the
 project's own code where the run first went to the NPU (file:line, the first few, in order: the
 branches that took the NPU path); and the torch_npu names the project's own code used. It observes
-through the device mode's hook (devices.py) and the torch_npu modules' attribute reads; it changes
-nothing the program sees.
+through the device mode's hook (devices.py) or, where no device mode runs (plain emulate under device
+identity: entries.py), the NPU kernels and ``Module.to``, and through the torch_npu modules' attribute
+reads; it changes nothing the program sees.
 """
 
 from __future__ import annotations
@@ -118,6 +119,33 @@ def _names_npu(values) -> bool:
         elif cls is torch.device and value.type == NPU:
             return True
     return False
+
+
+def tensor_moved() -> None:
+    """A tensor move seen by an NPU kernel (plain emulate under device identity, without the device
+    mode: entries.py)."""
+    summary = _state.get("summary")
+    if summary is not None:
+        summary.tensors += 1
+        summary._place("tensor")
+
+
+def module_moved() -> None:
+    """A module move seen by ``Module.to`` (entries.py)."""
+    summary = _state.get("summary")
+    if summary is not None:
+        summary.module_npu()
+
+
+def moves_module(args: tuple, kwargs: dict) -> bool:
+    """Whether ``Module.to(*args, **kwargs)`` moves the module to the NPU: an npu device or its name,
+    or a device index (the NPU's where torch_npu is loaded)."""
+    return (
+        _names_npu(args)
+        or bool(kwargs and _names_npu(kwargs.values()))
+        or (bool(args) and _is_index(args[0]) and _npu_loaded())
+        or (bool(kwargs) and _is_index(kwargs.get("device")) and _npu_loaded())
+    )
 
 
 def _is_index(value) -> bool:
