@@ -14,7 +14,7 @@ with attribute hooks (``visit_Call_args``) are not supported: ``walk`` refuses t
 from __future__ import annotations
 
 import dis
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 
 import libcst as cst
@@ -60,11 +60,15 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and every node below it (in no particular order)."""
+    return _below(node, children)
+
+
+def _below(node: cst.CSTNode, below: Callable[[cst.CSTNode], list[cst.CSTNode]]) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(children(current))
+        stack.extend(below(current))
 
 
 # whitespace, comments and tokens: nothing below them but more of the same
@@ -110,11 +114,7 @@ def parts(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def substance(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and every node below it but whitespace, comments and tokens (in no particular order)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(parts(current))
+    return _below(node, parts)
 
 
 def _check(visitor: cst.CSTVisitor) -> None:

@@ -35,10 +35,10 @@ def walk(node: ast.AST) -> list[ast.AST]:
     return _walk(node)
 
 
-def _walk(tree: ast.AST) -> list[ast.AST]:
+def _walk(tree: ast.AST, parents: dict[int, ast.AST] | None = None) -> list[ast.AST]:
     """``list(ast.walk(tree))``, the same nodes in the same order (breadth first, each node's
     children in the order of its ``_fields``), without ast.walk's generators per node: a
-    list that is its own queue."""
+    list that is its own queue. ``parents``: filled with the parent of each node (by id)."""
     out = [tree]
     node_type, list_type = ast.AST, list
     append = out.append
@@ -50,10 +50,14 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
                 continue
             if isinstance(value, node_type):
                 append(value)
+                if parents is not None:
+                    parents[id(value)] = node
             elif isinstance(value, list_type):
                 for item in value:
                     if isinstance(item, node_type):
                         append(item)
+                        if parents is not None:
+                            parents[id(item)] = node
     return out
 
 
@@ -61,24 +65,8 @@ def index(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
     """Every node of ``tree`` (the list ``nodes`` gives) and the parent of each (id of the node ->
     its parent), in one walk, whose list ``nodes`` then gives again. (The parents are not kept: they
     hold the tree, which must go when its user lets it go.)"""
-    out: list[ast.AST] = [tree]
     parents: dict[int, ast.AST] = {}
-    node_type, list_type = ast.AST, list
-    append = out.append
-    for node in out:
-        for name in node._fields:
-            try:
-                value = getattr(node, name)
-            except AttributeError:
-                continue
-            if isinstance(value, node_type):
-                parents[id(value)] = node
-                append(value)
-            elif isinstance(value, list_type):
-                for item in value:
-                    if isinstance(item, node_type):
-                        parents[id(item)] = node
-                        append(item)
+    out = _walk(tree, parents)
     if tree not in _BELOW:
         _BELOW[tree] = out[1:]
     return out, parents
