@@ -93,7 +93,8 @@ class RuleSet:
     # qualified rule names: anchor word -> the other words that must also occur as identifiers
     requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
     # the same for one statement (inert_words): without the libraries whose uses the engine does not
-    # report one by one (reported_by project, per_use false): their imports, never folded, are
+    # report one by one (reported_by project, per_use false), which a statement that only uses them
+    # cannot make a rule's business (their imports, where they are reported, are never folded)
     statement_requires: dict[bytes, tuple[frozenset[bytes], ...]] = field(default_factory=dict)
     index_devices: bool = False  # report integer device indices (built-in behaviour: engine/device_index.py)
     autoload: bool = True  # the chosen PyTorch loads torch_npu by itself (AUTOLOAD_SINCE)
