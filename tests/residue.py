@@ -21,9 +21,11 @@ from transplant.records import SKIP_FILE, SKIP_LINE
 DEVICE = re.compile(r"^cuda(:\d+)?$")
 
 
-def library_modules() -> tuple[set[str], set[str]]:
-    """The CUDA-only library modules, and the names under them that are not CUDA-only ("portable")."""
-    out, portable = set(), set()
+def library_modules() -> tuple[set[str], set[str], set[str]]:
+    """The CUDA-only library modules, the names under them that are not CUDA-only ("portable"), and
+    the kernel languages among them, whose imports are their ties ("per_use": false: the import's
+    finding stands for the file's uses)."""
+    out, portable, at_import = set(), set(), set()
     for path in (REPO / "rules").glob("*.json"):
         if path.name != "schema.json":
             for rule in json.loads(path.read_text())["rules"].get("LibraryRule", []):
@@ -31,11 +33,13 @@ def library_modules() -> tuple[set[str], set[str]]:
                 # NPU) is not a tie the engine must name at every use
                 if rule.get("reported_by") != "project":
                     out.add(rule["module"])
+                if rule.get("per_use") is False:
+                    at_import.add(rule["module"])
                 portable |= set(rule.get("portable", ()))
-    return out, portable
+    return out, portable, at_import
 
 
-LIBRARIES, PORTABLE = library_modules()
+LIBRARIES, PORTABLE, AT_IMPORT = library_modules()
 
 
 def command_names() -> set[str]:
@@ -80,9 +84,12 @@ def _runs_command(node: ast.AST) -> str | None:
     return None
 
 
-def _library(qualified: str) -> bool:
+def _library(qualified: str, *, use: bool = False) -> bool:
+    """Is ``qualified`` a tie to a CUDA-only library? (a use of a kernel language is not: its import is)"""
     parts = qualified.split(".")
     prefixes = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    if use and prefixes & AT_IMPORT:
+        return False
     return bool(prefixes & LIBRARIES) and not prefixes & PORTABLE
 
 
@@ -182,7 +189,7 @@ def ties(source: bytes, known_modules: frozenset[str] = frozenset()) -> dict[int
         def _reference(self, node) -> None:
             if isinstance(node.ctx, ast.Load):
                 q = self.qualified(node)
-                if q is not None and (q == "torch.cuda" or q.startswith("torch.cuda.") or _library(q)):
+                if q is not None and (q == "torch.cuda" or q.startswith("torch.cuda.") or _library(q, use=True)):
                     note(node.lineno, q)
                     return  # the chain is one reference
                 if q is not None and any(q == p or q.startswith(p + ".") for p in PORTABLE):
