@@ -25,7 +25,7 @@ IDENTITY = FIXTURES / "emulate" / "identity"
 PATTERNS = [
     "LSTM", "LSTM-no-grad", "GRU", "GRU-no-grad", "RNN", "RNN-no-grad", "LSTMCell", "GRUCell", "RNNCell",
     "packed", "tied", "embedding-bag-sum", "embedding-bag-mean", "embedding-bag-max",
-    "sgd-foreach", "adam-fused", "adamw-foreach", "adamw-loop", "rmsprop", "amp", "torchscript", "export",
+    "sgd-foreach", "adam-fused", "adamw-foreach", "adamw-loop", "rmsprop", "amp", "autocast-ops", "torchscript", "export",
     "compile", "streams",
 ]  # fmt: skip
 

@@ -89,7 +89,16 @@ class _OnTheBacking(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, op, spec, index, *leaves):
-        datas = [_data(v) for v in leaves]
+        # one backing leaf per NPU tensor, however often it is passed (attention(h, h, h)): the backing's
+        # graph sums its gradients as it sums those of the tensor used so on the backing
+        same: dict = {}
+        datas = []
+        for value in leaves:
+            if isinstance(value, torch.Tensor):
+                if id(value) not in same:
+                    same[id(value)] = _data(value)
+                value = same[id(value)]
+            datas.append(value)
         args, kwargs = pytree.tree_unflatten(datas, spec)
         with torch.enable_grad():
             out = op(*args, **kwargs)
@@ -103,15 +112,28 @@ class _OnTheBacking(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, *grads):
         pairs = [(o, identity.data_of(g)) for o, g in zip(ctx.outs, grads) if g is not None and o.requires_grad]
+        firsts = {id(d): i for i, d in reversed(list(enumerate(ctx.datas)))}
         wanted = [i for i, d in enumerate(ctx.datas) if isinstance(d, torch.Tensor) and d.requires_grad]
+        wanted = [i for i in wanted if firsts[id(ctx.datas[i])] == i]  # (the others' gradient is in the first's)
         found: list = [None] * len(ctx.datas)
         if pairs and wanted:
             got = torch.autograd.grad(
-                [o for o, _ in pairs], [ctx.datas[i] for i in wanted], [g for _, g in pairs], allow_unused=True
+                [o for o, _ in pairs],
+                [ctx.datas[i] for i in wanted],
+                [g for _, g in pairs],
+                allow_unused=True,
+                retain_graph=_keep_graph(),  # the backing's graph lives as long as the NPU one (retain_graph=True)
             )
             for i, g in zip(wanted, got):
                 found[i] = None if g is None else identity._wrap(g, index=ctx.index)
         return (None, None, None, *found)
+
+
+def _keep_graph() -> bool:
+    """Whether the backward pass running now keeps its graph (``retain_graph=True``), so that the
+    NPU graph can be run backward again and the backing's graph under it must be kept too."""
+    keep = getattr(torch._C._autograd, "_get_current_graph_task_keep_graph", None)
+    return True if keep is None else bool(keep())
 
 
 def _kernel(op, *args, **kwargs):

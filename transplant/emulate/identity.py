@@ -33,7 +33,10 @@ namespace (npu_api.py).
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 import warnings
+import weakref
 from typing import Any
 
 import torch
@@ -371,21 +374,23 @@ def _rewrap_one(value, alias, args, kwargs, datas, index):
 
 
 class _AutocastProbe(TorchDispatchMode):
-    """Records which tensors the backing's autocast casts to which dtype, and stops at the first
-    operator that is not a cast (no computation is done)."""
+    """Records the casts of an operator's input tensors, in order, up to the first operator that is
+    not such a cast, where it stops (no computation is done)."""
 
     class Stop(Exception):
         pass
 
     def __init__(self, inputs):
         super().__init__()
-        self.inputs = {id(t): i for i, t in enumerate(inputs)}
-        self.casts: dict = {}
+        self.inputs: dict = {}  # id -> every position of the tensor (attention(h, h, h) passes one thrice)
+        for i, t in enumerate(inputs):
+            self.inputs.setdefault(id(t), []).append(i)
+        self.casts: list = []  # (position, dtype), in the order made
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is aten._to_copy.default and id(args[0]) in self.inputs and "dtype" in kwargs:
-            self.casts[self.inputs[id(args[0])]] = kwargs["dtype"]
+            self.casts.extend((i, kwargs["dtype"]) for i in self.inputs[id(args[0])])
             return torch.empty_like(args[0], dtype=kwargs["dtype"])
         raise self.Stop
 
@@ -415,17 +420,18 @@ def _autocast_casts(op, args, kwargs):
         collect(value)
     if not tensors:
         return args, kwargs
-    key = (op, tuple(t.dtype for t in tensors))
+    dtype = torch.get_autocast_dtype(NPU)
+    key = (op, dtype, tuple(t.dtype for t in tensors))
     policy = _POLICIES.get(key)
     if policy is None:
-        policy = _POLICIES[key] = _probe(op, args, kwargs, tensors)
+        policy = _POLICIES[key] = _probe(op, args, kwargs, tensors, dtype)
     if not policy:
         return args, kwargs
     cast = {id(t): policy[i] for i, t in enumerate(tensors) if i in policy}
 
     def convert(value):
         if isinstance(value, torch.Tensor) and id(value) in cast:
-            return value.to(cast[id(value)])
+            return _cached_cast(value, cast[id(value)], dtype)
         if isinstance(value, (list, tuple)):
             return type(value)(convert(v) for v in value)
         return value
@@ -434,14 +440,61 @@ def _autocast_casts(op, args, kwargs):
         return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
 
 
+_CASTS = threading.local()  # .made: id -> (weak reference to a weight, its cast), as autocast's own cache
+
+
+def _cached_cast(value: torch.Tensor, dtype: torch.dtype, autocast_dtype: torch.dtype) -> torch.Tensor:
+    """``value`` cast to ``dtype`` as autocast's ``cached_cast`` casts it (aten/src/ATen/autocast_mode.cpp):
+    a float32 weight (a leaf that requires grad, not a view) cast to the autocast dtype is cast once
+    per autocast region, so each use of it is a use of one cast (whose gradient sums theirs in the
+    autocast dtype, as on a device); every other tensor is cast at each use."""
+    if not (
+        dtype == autocast_dtype
+        and value.dtype == torch.float32
+        and value.requires_grad
+        and value.is_leaf
+        and not value._is_view()
+        and torch.is_autocast_cache_enabled()
+    ):
+        return value.to(dtype)
+    made = getattr(_CASTS, "made", None)
+    if made is None:
+        made = _CASTS.made = {}
+    hit = made.get(id(value))
+    if hit is not None and hit[0]() is value:
+        return hit[1]
+    cast = value.to(dtype)
+    made[id(value)] = (weakref.ref(value), cast)
+    return cast
+
+
+def _clearing_casts(clear):
+    """torch.clear_autocast_cache (which leaving the outermost autocast region calls) clears the
+    NPU weights' casts too."""
+
+    @functools.wraps(clear)
+    def clear_both() -> None:
+        clear()
+        made = getattr(_CASTS, "made", None)
+        if made:
+            made.clear()
+
+    return clear_both
+
+
 def _NO_AUTOCAST():  # noqa: N802 - a context manager
     return torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_AUTOCAST_KEY))
 
 
-def _probe(op, args, kwargs, tensors) -> dict:
-    """Run ``op`` on the backing data under the backing's autocast, recording the casts only. An
-    in-place op (``detach_``, ``add_``) is cast by no autocast policy and is not run: on the data of a
-    view (an NPU argument's data is a view of a cached flat tensor) ``detach_`` refuses."""
+def _probe(op, args, kwargs, tensors, dtype: torch.dtype) -> dict:
+    """The casts of ``op``'s floating-point NPU arguments (by position in ``tensors``) that the
+    backing's autocast to ``dtype`` makes: ``op`` runs on the backing data under that autocast up to
+    its first computation, and again without autocast, and the casts of the second run are the
+    operator's own, not autocast's (attention's math body upcasts half-precision inputs to float
+    before it computes: under autocast, inputs already in ``dtype`` stay as they are); so are casts
+    to a dtype other than the first cast's. An in-place
+    op (``detach_``, ``add_``) is cast by no autocast policy and is not run: on the data of a view (an
+    NPU argument's data is a view of a cached flat tensor) ``detach_`` refuses."""
     if getattr(getattr(op, "_schema", None), "name", "").endswith("_"):
         return {}
     datas = {id(t): data_of(t) for t in tensors}
@@ -456,15 +509,27 @@ def _probe(op, args, kwargs, tensors) -> dict:
             return _State.backing
         return value
 
-    probe = _AutocastProbe(order)
-    dtype = torch.get_autocast_dtype(NPU)
     args, kwargs = [swap(a) for a in args], {k: swap(v) for k, v in kwargs.items()}
-    with torch.autocast(_State.backing.type, dtype=dtype), probe:
-        try:
-            _callable(op, args)(*args, **kwargs)
-        except _AutocastProbe.Stop:
-            pass
-    return probe.casts
+
+    def casts(enabled: bool) -> list:
+        probe = _AutocastProbe(order)
+        with torch.autocast(_State.backing.type, dtype=dtype, enabled=enabled), probe:
+            try:
+                _callable(op, args)(*args, **kwargs)
+            except _AutocastProbe.Stop:
+                pass
+            except Exception:
+                if enabled:
+                    raise  # (the operator's own error, which the call itself would raise)
+                # without autocast the arguments are refused (attention of mixed dtypes): no casts of its own
+        return probe.casts
+
+    made, own = casts(True), casts(False)
+    if own and made[-len(own) :] == own:
+        made = made[: -len(own)]
+    # autocast casts an operator's arguments to one dtype (its list's); a cast to another one is the
+    # body's, of an argument autocast left as it was (attention of a bfloat16 query, float32 keys)
+    return {i: to for i, to in itertools.takewhile(lambda cast: cast[1] == made[0][1], made)}
 
 
 _LIBRARIES: list = []
@@ -496,6 +561,29 @@ def _as_the_backing_does(backing_key: str):
     return library
 
 
+def _autocast_as_the_backing_does(backing_type: str):
+    """The operators the backing's autocast has a kernel for (its cast lists: AutocastCPU's or
+    AutocastCUDA's) get ``_autocast_kernel`` for AutocastPrivateUse1; every other operator falls
+    through to the next key, as it falls through the backing's autocast (a composite one reaches
+    the operators it is made of, each cast or not by its own entry). So an operator no list names costs
+    nothing under autocast, as on the backing."""
+    library = torch.library.Library("_", "IMPL")
+    library.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    ops = torch.library.Library("aten", "IMPL")
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    key = "Autocast" + ("CUDA" if backing_type == "cuda" else backing_type.upper())
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::") or not has_kernel(qualified, key):
+            continue
+        name, _, overload = qualified[len("aten::") :].partition(".")
+        try:
+            op = getattr(getattr(aten, name), overload or "default")
+        except AttributeError:
+            continue
+        ops.impl(op, functools.partial(_autocast_kernel, op), "AutocastPrivateUse1")
+    return library, ops
+
+
 def install(backing_device: torch.device) -> None:
     """Make "npu" (PrivateUse1, already renamed) a Python backend computing on ``backing_device``:
     the steps of torch.utils.backend_registration._setup_privateuseone_for_python_backend but the
@@ -508,9 +596,9 @@ def install(backing_device: torch.device) -> None:
     torch._C._acc.register_python_privateuseone_device_guard(backend_registration._DummyDeviceGuard())
     library = torch.library.Library("_", "IMPL")
     library.fallback(_kernel, "PrivateUse1")
-    library.fallback(_autocast_kernel, "AutocastPrivateUse1")
     _LIBRARIES.append(library)
     _LIBRARIES.append(_as_the_backing_does(backing_device.type.upper()))
+    _LIBRARIES.extend(_autocast_as_the_backing_does(backing_device.type))
 
     has_storage = torch._C._has_storage
     # torch.save writes an NPU tensor as its host copy, rebuilt on the NPU (an allowed global of
@@ -531,6 +619,7 @@ def install(backing_device: torch.device) -> None:
     torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
     torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
     torch.load = _load_onto_npu(torch.load)
+    torch.clear_autocast_cache = _clearing_casts(torch.clear_autocast_cache)
     library = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():  # torch warns that a kernel is overridden: torch_npu overrides it too
         warnings.simplefilter("ignore", UserWarning)
