@@ -275,3 +275,23 @@ def test_a_cuda_only_build_on_the_npu_path_fails_naming_it(tmp_path):
         assert message in proc.stderr, proc.stderr
     # with --no-device-identity the NPU branch is not taken: tensors say they are on the CPU
     assert emulate(["--no-device-identity", "build.py"], tmp_path).stdout.split() == ["built", "or", "passed", "by"]
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["emulate", "strict"])
+def test_the_kernels_shortcuts_compute_what_the_cpu_computes(strict, tmp_path):
+    """Views made by the CPU's view kernels, results fed on as they are, metadata changed in place,
+    several results, numbers where tensors are taken, casts: every value, stride, storage offset and
+    version counter is the CPU's, and each result stays on npu:1. Casts that stay on their NPU and
+    the numbers PyTorch puts on the NPU for ``x[i] = 2.0`` are not moves: the summary counts the six
+    the program made."""
+    shutil.copy(FIDELITY.parent / "kernels.py", tmp_path)
+    on_cpu = run(["kernels.py", "cpu"], tmp_path)
+    assert on_cpu.returncode == 0, on_cpu.stderr
+    assert [line.split()[0] for line in on_cpu.stdout.splitlines()] == [
+        "views", "chains", "in-place-metadata", "several-results", "casts",
+    ]  # fmt: skip
+    emulated = emulate([*(["--strict"] if strict else []), "kernels.py", "npu"], tmp_path)
+    assert emulated.returncode == 0, emulated.stderr
+    assert emulated.stdout == on_cpu.stdout
+    if not strict:
+        assert re.search(r"summary: 6 tensor moves and 0 module moves to the NPU$", summary_line(emulated.stderr))

@@ -75,6 +75,8 @@ _MIXING = {
 # results that are host tensors on a device too: (operator, return position)
 _HOST_RESULTS = {(aten._pack_padded_sequence.default, 1), (aten._pad_packed_sequence.default, 1)}
 _COPIES = {aten._copy_from.default, aten._copy_from_and_resize.default}
+# how PyTorch puts a Python number on the device for an operator (``x[i] = 2.0``): not a move the program made
+_SCALAR = aten.scalar_tensor.default
 
 
 class _State:
@@ -97,24 +99,44 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
         out = npus.blank(like.device.index, data.dtype)
     else:
         out = npus.blank(index, data.dtype)
-        storage = _npu_storage(out.device, data.untyped_storage())
+        storage = _npu_storage(index, data.untyped_storage())
+        storage._emu_last = data  # type: ignore[attr-defined]  # (data_of's first answer)
     _SET_METADATA(_CPU, out, storage, data.storage_offset(), data.size(), data.stride())
     return out
 
 
-def _npu_storage(device: torch.device, data_storage):
+_DEVICES: dict = {}  # index -> torch.device("npu", index)
+
+
+def _npu_storage(index: int, data_storage):
+    device = _DEVICES.get(index)
+    if device is None:
+        device = _DEVICES[index] = torch.device(NPU, index)
     nbytes = data_storage.nbytes()
     storage = npus.storage(device, data_storage.data_ptr(), nbytes)
     storage._emu = data_storage  # type: ignore[attr-defined]  # the emulator's own attribute: the data it stands for
-    memory.held(storage, device.index, nbytes)  # (the NPU's memory statistics)
+    storage._emu_last = None  # type: ignore[attr-defined]  # (see data_of)
+    memory.held(storage, index, nbytes)  # (the NPU's memory statistics)
     return storage
 
 
 def data_of(tensor: torch.Tensor) -> torch.Tensor:
     """The backing data of an NPU tensor: its NPU storage's backing storage, with its metadata (so a
-    detached or shallow copy made in C++, which shares the NPU storage, has the same data)."""
+    detached or shallow copy made in C++, which shares the NPU storage, has the same data). The data
+    an operator gave for a new NPU storage is kept with it (``_emu_last``) and answers as long as the
+    tensor's metadata is still the data's: most tensors are an operator's result used as is by the
+    next operators."""
     npu_storage: Any = tensor.untyped_storage()
     dtype = tensor.dtype
+    last = getattr(npu_storage, "_emu_last", None)
+    if (  # (_fast_kernel checks alike)
+        last is not None
+        and last.dtype == dtype
+        and last.storage_offset() == tensor.storage_offset()
+        and last.size() == tensor.size()
+        and last.stride() == tensor.stride()
+    ):
+        return last
     try:
         whole = npu_storage._emu_whole[dtype]
     except (AttributeError, KeyError):
@@ -147,9 +169,10 @@ def _sync(npu: torch.Tensor, data: torch.Tensor) -> None:
     if data_storage._cdata != storage._emu._cdata:  # type: ignore[attr-defined]
         storage._emu = data_storage  # type: ignore[attr-defined]
         storage._emu_whole = {}  # type: ignore[attr-defined]  # (data_of's views of the data it stood for)
+        storage._emu_last = None  # type: ignore[attr-defined]
     if storage.nbytes() < data_storage.nbytes() or storage.data_ptr() != data_storage.data_ptr():
         # the data moved or grew (resize_): an NPU storage that stands for it as it is now
-        storage = _npu_storage(npu.device, data_storage)
+        storage = _npu_storage(npu.device.index, data_storage)
     elif npu.size() == data.size() and npu.stride() == data.stride() and npu.storage_offset() == data.storage_offset():
         return
     _SET_METADATA(_CPU, npu, storage, data.storage_offset(), data.size(), data.stride())
@@ -169,6 +192,7 @@ class _Op:
 
     __slots__ = (
         "op", "call", "packet", "slots", "aliasing", "mixing", "copy", "host_results", "refused", "generator",
+        "view", "redispatch", "fast",
     )  # fmt: skip
 
     def __init__(self, op):
@@ -182,6 +206,35 @@ class _Op:
         self.host_results = frozenset(i for o, i in _HOST_RESULTS if o is op)
         self.refused = may_refuse(op)
         self.generator = _generator_slot(op)
+        self.view = _metadata_view(op, self.aliasing)
+        self.redispatch = op._handle.redispatch_boxed
+        # _fast_kernel: one new tensor, or the first argument written in place; no host results, devices
+        # or generators to look at
+        self.fast = (
+            (
+                1 if self.aliasing == _NEW
+                else 2 if self.aliasing == _IN_PLACE
+                else 3 if len(self.aliasing) > 1 and not any(self.aliasing)
+                else 0
+            )
+            if not (self.mixing or self.copy or self.host_results) and self.generator is None
+            else 0
+        )
+
+
+def _metadata_view(op, aliasing: tuple) -> bool:
+    """Whether ``op`` returns views of its one tensor argument, the first, and nothing else (view,
+    transpose, select, split, ...): the CPU's kernel of such an operator only sets the metadata of a
+    new tensor that shares the argument's storage, so run on an NPU tensor it makes the NPU view
+    itself, sharing the NPU storage, without touching data."""
+    if not aliasing or any(a != ("view", 0) for a in aliasing):
+        return False
+    if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+        return False  # (reshape, contiguous, to: a body that may copy, and never reaches the NPU's kernels)
+    arguments = op._schema.arguments
+    return bool(arguments) and all(
+        ("Tensor" not in str(a.type)) == (i > 0) for i, a in enumerate(arguments)
+    )
 
 
 def _generator_slot(op):
@@ -243,8 +296,88 @@ def _op_kernel(info: _Op, *args, **kwargs):
     program's, and would each cost a pass through the mode in Python (most of a tiny operator's cost)."""
     if info.refused:
         refuse_cpu_fallback(info.op)  # TORCH_NPU_FALLBACK_CPU_DISABLE=1 (fallbacks.py)
+    if info.view:  # the NPU view, made by the CPU's kernel (see _metadata_view)
+        return info.redispatch(_CPU, *args, **kwargs)
     with torch._C.DisableTorchFunction():
+        if info.fast:
+            out = _fast_kernel(info, args, kwargs)
+            if out is not _GENERAL:
+                return out
         return _backing_kernel(info, args, kwargs)
+
+
+_GENERAL = object()  # _fast_kernel's answer where _backing_kernel must decide
+_Tensor = torch.Tensor
+
+
+def _fast_kernel(info: _Op, args: tuple, kwargs: dict):
+    """_backing_kernel for the common case, with less Python per call: every tensor argument is an NPU
+    tensor of one NPU, the other arguments are plain values (numbers, sizes, dtypes) or that NPU, and
+    the results are new tensors or the first argument written in place. Anything else (a host tensor,
+    another device, a list of tensors, a number where the operator takes a tensor, NPUs that differ)
+    is _GENERAL, before anything is run."""
+    new_args = list(args)
+    index = -1
+    slots = info.slots
+    for i, value in enumerate(args):
+        kind = value.__class__
+        if kind in _PLAIN:
+            if i in slots:
+                return _GENERAL  # a wrapped number (see _call_of)
+            continue
+        if kind is list or kind is tuple:
+            for v in value:
+                if v.__class__ not in _PLAIN:
+                    return _GENERAL
+            continue
+        if kind is not _Tensor and not isinstance(value, _Tensor):
+            return _GENERAL
+        where = value.get_device()
+        if where < 0 or where != index and index >= 0:
+            return _GENERAL  # a host tensor, or another NPU
+        try:
+            last = value.untyped_storage()._emu_last
+        except (AttributeError, RuntimeError):
+            return _GENERAL  # not an NPU tensor of the emulator's (another device's, a sparse one)
+        index = where
+        if (
+            last is not None
+            and last.dtype == value.dtype
+            and last.storage_offset() == value.storage_offset()
+            and last.size() == value.size()
+            and last.stride() == value.stride()
+        ):
+            new_args[i] = last
+        else:
+            new_args[i] = data_of(value)
+    if index < 0:
+        return _GENERAL
+    new_kwargs = kwargs
+    if kwargs:
+        for key, value in kwargs.items():
+            kind = value.__class__
+            if kind in _PLAIN:
+                continue
+            # the NPU of the tensors, which C++ names for a cast (``x.to(dtype)``: _to_copy(x, dtype, device))
+            if kind is torch.device and value.type == NPU and _same_npu(value, index):
+                if new_kwargs is kwargs:
+                    new_kwargs = dict(kwargs)
+                new_kwargs[key] = _State.backing
+                continue
+            return _GENERAL
+    out = info.call(*new_args, **new_kwargs)
+    if info.fast == 1:
+        if out.__class__ is not _Tensor:
+            return _rewrap(info, args, kwargs, out, {}, index)
+        return _wrap(out, index=index)
+    if info.fast == 3:  # several new tensors
+        return _rewrap(info, args, kwargs, out, {}, index)
+    _sync(args[0], new_args[0])
+    return args[0]
+
+
+def _same_npu(device: torch.device, index: int) -> bool:
+    return (npus.current() if device.index is None else device.index) == index
 
 
 def _backing_kernel(info: _Op, args: tuple, kwargs: dict):
@@ -255,8 +388,10 @@ def _backing_kernel(info: _Op, args: tuple, kwargs: dict):
     new_args = [_unwrap(mixing, a, found, datas, devices) for a in args]
     new_kwargs = {k: _unwrap(mixing, v, found, datas, devices) for k, v in kwargs.items()} if kwargs else kwargs
     index = _index(info, found, devices)
-    if devices and _State.moved is not None:
-        _State.moved()
+    if devices and _State.moved is not None and info.op is not _SCALAR and not any(
+        t.device.type == NPU and t.device.index == index for t in found
+    ):
+        _State.moved()  # a move to the NPU, or a new tensor made there (not a cast that stays on its NPU)
     if info.generator is not None:
         generators.check_kernel(_argument(args, kwargs, info.generator))
     if info.copy:  # (src, dst): dst is an NPU tensor; its data takes src's values
@@ -340,11 +475,17 @@ def _argument(args, kwargs, where):
     return kwargs.get(where)
 
 
+_NEW = (None,)  # the aliasing of an operator that returns one new tensor
+_IN_PLACE = (("write", 0),)  # of one that returns its first argument, written in place
+
+
 def _rewrap(info: _Op, args, kwargs, out, datas, index=0):
     """The outputs of an operator run on the backing data, as NPU tensors."""
     aliasing = info.aliasing
     if not aliasing:
         return out
+    if aliasing == _NEW and out.__class__ is torch.Tensor and not kwargs:  # most operators: one new tensor
+        return _wrap(out, index=index)
     if kwargs and kwargs.get("device") is not None and torch.device(kwargs["device"]).type != NPU:
         return out  # a copy to another device (_to_copy(npu_tensor, device="cpu"))
     if len(aliasing) == 1:
