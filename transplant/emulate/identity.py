@@ -129,14 +129,11 @@ def data_of(tensor: torch.Tensor) -> torch.Tensor:
     npu_storage: Any = tensor.untyped_storage()
     dtype = tensor.dtype
     last = getattr(npu_storage, "_emu_last", None)
-    if (  # (_fast_kernel checks alike)
-        last is not None
-        and last.dtype == dtype
-        and last.storage_offset() == tensor.storage_offset()
-        and last.size() == tensor.size()
-        and last.stride() == tensor.stride()
-    ):
-        return last
+    if last is not None and last.dtype == dtype:
+        size, stride, offset = tensor.size(), tensor.stride(), tensor.storage_offset()
+        if last.storage_offset() == offset and last.size() == size and last.stride() == stride:
+            return last
+        return last.as_strided(size, stride, offset)  # (a view of it: the same storage)
     try:
         whole = npu_storage._emu_whole[dtype]
     except (AttributeError, KeyError):
@@ -215,6 +212,7 @@ class _Op:
                 1 if self.aliasing == _NEW
                 else 2 if self.aliasing == _IN_PLACE
                 else 3 if len(self.aliasing) > 1 and not any(self.aliasing)
+                else 4 if not self.aliasing
                 else 0
             )
             if not (self.mixing or self.copy or self.host_results) and self.generator is None
@@ -311,11 +309,11 @@ _Tensor = torch.Tensor
 
 
 def _fast_kernel(info: _Op, args: tuple, kwargs: dict):
-    """_backing_kernel for the common case, with less Python per call: every tensor argument is an NPU
-    tensor of one NPU, the other arguments are plain values (numbers, sizes, dtypes) or that NPU, and
-    the results are new tensors or the first argument written in place. Anything else (a host tensor,
-    another device, a list of tensors, a number where the operator takes a tensor, NPUs that differ)
-    is _GENERAL, before anything is run."""
+    """_backing_kernel for the common case, with less Python per call: every tensor argument (alone or
+    in a list) is an NPU tensor of one NPU, the other arguments are plain values (numbers, sizes,
+    dtypes) or that NPU, and the results are new tensors, the first argument written in place, or
+    nothing (the in-place ``_foreach_`` operators). Anything else (a host tensor, another device, a
+    number where the operator takes a tensor, NPUs that differ) is _GENERAL, before anything is run."""
     new_args = list(args)
     index = -1
     slots = info.slots
@@ -326,30 +324,31 @@ def _fast_kernel(info: _Op, args: tuple, kwargs: dict):
                 return _GENERAL  # a wrapped number (see _call_of)
             continue
         if kind is list or kind is tuple:
-            for v in value:
-                if v.__class__ not in _PLAIN:
+            datas = None
+            for j, v in enumerate(value):
+                if v.__class__ in _PLAIN:
+                    if datas is None:
+                        continue
                     return _GENERAL
+                if datas is None:
+                    if j:
+                        return _GENERAL  # numbers, then tensors
+                    datas = []
+                where = _npu_index(v, index)
+                if where < 0:
+                    return _GENERAL
+                index = where
+                datas.append(_fast_data(v))
+            if datas is not None:
+                new_args[i] = datas
             continue
         if kind is not _Tensor and not isinstance(value, _Tensor):
             return _GENERAL
-        where = value.get_device()
-        if where < 0 or where != index and index >= 0:
-            return _GENERAL  # a host tensor, or another NPU
-        try:
-            last = value.untyped_storage()._emu_last
-        except (AttributeError, RuntimeError):
-            return _GENERAL  # not an NPU tensor of the emulator's (another device's, a sparse one)
+        where = _npu_index(value, index)
+        if where < 0:
+            return _GENERAL
         index = where
-        if (
-            last is not None
-            and last.dtype == value.dtype
-            and last.storage_offset() == value.storage_offset()
-            and last.size() == value.size()
-            and last.stride() == value.stride()
-        ):
-            new_args[i] = last
-        else:
-            new_args[i] = data_of(value)
+        new_args[i] = _fast_data(value)
     if index < 0:
         return _GENERAL
     new_kwargs = kwargs
@@ -366,14 +365,45 @@ def _fast_kernel(info: _Op, args: tuple, kwargs: dict):
                 continue
             return _GENERAL
     out = info.call(*new_args, **new_kwargs)
-    if info.fast == 1:
+    fast = info.fast
+    if fast == 1:
         if out.__class__ is not _Tensor:
             return _rewrap(info, args, kwargs, out, {}, index)
         return _wrap(out, index=index)
-    if info.fast == 3:  # several new tensors
+    if fast == 2:
+        _sync(args[0], new_args[0])
+        return args[0]
+    if fast == 3:  # several new tensors
         return _rewrap(info, args, kwargs, out, {}, index)
-    _sync(args[0], new_args[0])
-    return args[0]
+    return out  # no results
+
+
+def _npu_index(value, index: int) -> int:
+    """The NPU of ``value`` if it is an emulator's NPU tensor on NPU ``index`` (-1: any NPU), else -1."""
+    if value.__class__ is not _Tensor and not isinstance(value, _Tensor):
+        return -1
+    where = value.get_device()
+    if where < 0 or (where != index and index >= 0):
+        return -1  # a host tensor, or another NPU
+    try:
+        value.untyped_storage()._emu_last
+    except (AttributeError, RuntimeError):
+        return -1  # not an NPU tensor of the emulator's (another device's, a sparse one)
+    return where
+
+
+def _fast_data(value: torch.Tensor) -> torch.Tensor:
+    """data_of an NPU tensor that _npu_index accepted, the operator's result itself where it is used as is."""
+    last = value.untyped_storage()._emu_last
+    if (
+        last is not None
+        and last.dtype == value.dtype
+        and last.storage_offset() == value.storage_offset()
+        and last.size() == value.size()
+        and last.stride() == value.stride()
+    ):
+        return last
+    return data_of(value)
 
 
 def _same_npu(device: torch.device, index: int) -> bool:
@@ -539,26 +569,31 @@ class _AutocastProbe(TorchDispatchMode):
 _POLICIES: dict = {}
 
 
-def _autocast_kernel(op, *args, **kwargs):
-    with torch._C.DisableTorchFunction():  # as in _kernel
-        args, kwargs = _autocast_casts(op, args, kwargs)
-    with _NO_AUTOCAST():
-        return _callable(op, args)(*args, **kwargs)
+def _autocast_kernel(info: _Op, *args, **kwargs):
+    with torch._C.DisableTorchFunction():  # as in _op_kernel
+        args, kwargs = _autocast_casts(info.op, args, kwargs)
+    with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_SET):
+        return _call_of(info, args)(*args, **kwargs)
+
+
+def _floating_npu(value, tensors: list) -> None:
+    """Put the floating-point NPU tensors in ``value`` (a tensor, or a list or tuple of them) in ``tensors``."""
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() and value.device.type == NPU:
+            tensors.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _floating_npu(v, tensors)
 
 
 def _autocast_casts(op, args, kwargs):
     """``op``'s arguments with the casts the backing's autocast makes for it."""
     tensors: list = []
-
-    def collect(value):
-        if isinstance(value, torch.Tensor) and value.device.type == NPU and value.is_floating_point():
-            tensors.append(value)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                collect(v)
-
-    for value in (*args, *kwargs.values()):
-        collect(value)
+    for value in args:
+        if value.__class__ not in _PLAIN:
+            _floating_npu(value, tensors)
+    for value in kwargs.values():
+        _floating_npu(value, tensors)
     if not tensors:
         return args, kwargs
     dtype = torch.get_autocast_dtype(NPU)
@@ -569,16 +604,20 @@ def _autocast_casts(op, args, kwargs):
     if not policy:
         return args, kwargs
     cast = {id(t): policy[i] for i, t in enumerate(tensors) if i in policy}
+    with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_SET):
+        return (
+            tuple(_converted(a, cast, dtype) for a in args),
+            {k: _converted(v, cast, dtype) for k, v in kwargs.items()},
+        )
 
-    def convert(value):
-        if isinstance(value, torch.Tensor) and id(value) in cast:
-            return _cached_cast(value, cast[id(value)], dtype)
-        if isinstance(value, (list, tuple)):
-            return type(value)(convert(v) for v in value)
-        return value
 
-    with _NO_AUTOCAST():
-        return tuple(convert(a) for a in args), {k: convert(v) for k, v in kwargs.items()}
+def _converted(value, cast: dict, autocast_dtype: torch.dtype):
+    if isinstance(value, torch.Tensor):
+        to = cast.get(id(value))
+        return value if to is None else _cached_cast(value, to, autocast_dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_converted(v, cast, autocast_dtype) for v in value)
+    return value
 
 
 _CASTS = threading.local()  # .made: id -> (weak reference to a weight, its cast), as autocast's own cache
@@ -597,14 +636,14 @@ def _cached_cast(value: torch.Tensor, dtype: torch.dtype, autocast_dtype: torch.
         and not value._is_view()
         and torch.is_autocast_cache_enabled()
     ):
-        return value.to(dtype)
+        return _TO_COPY(value, dtype=dtype)
     made = getattr(_CASTS, "made", None)
     if made is None:
         made = _CASTS.made = {}
     hit = made.get(id(value))
     if hit is not None and hit[0]() is value:
         return hit[1]
-    cast = value.to(dtype)
+    cast = _TO_COPY(value, dtype=dtype)
     made[id(value)] = (weakref.ref(value), cast)
     return cast
 
@@ -623,8 +662,8 @@ def _clearing_casts(clear):
     return clear_both
 
 
-def _NO_AUTOCAST():  # noqa: N802 - a context manager
-    return torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_AUTOCAST_KEY))
+_AUTOCAST_SET = torch._C.DispatchKeySet(_AUTOCAST_KEY)
+_TO_COPY = aten._to_copy.default._op  # the cast autocast makes (Tensor.to's operator), without OpOverload's frame
 
 
 def _probe(op, args, kwargs, tensors, dtype: torch.dtype) -> dict:
@@ -721,7 +760,7 @@ def _autocast_as_the_backing_does(backing_type: str):
             op = getattr(getattr(aten, name), overload or "default")
         except AttributeError:
             continue
-        ops.impl(op, functools.partial(_autocast_kernel, op), "AutocastPrivateUse1")
+        ops.impl(op, functools.partial(_autocast_kernel, _info(op)), "AutocastPrivateUse1")
     return library, ops
 
 
