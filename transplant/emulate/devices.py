@@ -128,10 +128,11 @@ class NpuDeviceMode(TorchFunctionMode):
             # cannot trace the checks below: it cannot hash a builtin to look it up in a set)
             return func(*args, **(kwargs or {}))
         backing = self.backing
-        if not kwargs and backing.active and backing.identity and not self.sees_all:
-            # most calls of a program under device identity (a bigram model's loop is made of them):
-            # no keyword, no device or string among the arguments, none of the calls handled below.
-            # Nothing to translate or count, so they go straight on (what follows would do the same)
+        if not kwargs and backing.active and not self.sees_all:
+            # most calls of a program (a bigram model's loop is made of them): no keyword, no device
+            # or string among the arguments, none of the calls handled below. Nothing to translate or
+            # count, so they go straight on (what follows would do the same, with or without device
+            # identity: translate and ordinals change only devices, strings and .to's arguments)
             for value in args:
                 kind = value.__class__
                 if kind is str or kind is torch.device:
