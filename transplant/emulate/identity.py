@@ -21,10 +21,17 @@ data's, which allocates nothing. Backward passes run in the thread that asks for
 
 Composite operators that pick their body by device type (LSTM, GRU, attention, dropout) run as the
 backing runs them (composites.py), and torch_npu's shallow-copy compatibility of CPU and NPU tensors
-is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu": a fallback for AutocastPrivateUse1 asks the backing's own autocast which of an
-operator's arguments it would cast, and to what, once per operator and argument dtypes (it runs the
-operator on the backing data under the backing's autocast in a mode that stops at the first
-computation), then casts the NPU arguments alike, so the casts are those of the backing's lists.
+is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu": each operator the
+backing's autocast has a kernel for gets an AutocastPrivateUse1 kernel that asks the backing's own
+autocast which of the operator's arguments it would cast, and to what, once per operator, autocast
+dtype and argument dtypes (it runs the operator on the backing data under the backing's autocast in a
+mode that stops at the first computation), then casts the NPU arguments alike (a weight once per
+autocast region, as autocast's cache does); every other operator falls through, as on the backing.
+
+Two shortcuts keep the common operator cheap: a view is made by the CPU's own view kernel run on the
+NPU tensor (it only sets the metadata of a tensor that shares the NPU storage), and an operator whose
+tensors are all NPU tensors of one NPU takes ``_fast_kernel``, which reads an operator's result kept
+with its NPU storage instead of making a view of the data.
 
 This module decides nothing about what counts as a CUDA use (strict.py) and builds no torch_npu
 namespace (npu_api.py).
@@ -100,7 +107,7 @@ def _wrap(data: torch.Tensor, like: torch.Tensor | None = None, index: int = 0) 
     else:
         out = npus.blank(index, data.dtype)
         storage = _npu_storage(index, data.untyped_storage())
-        storage._emu_last = data  # type: ignore[attr-defined]  # (data_of's first answer)
+        storage._emu_last = data  # (data_of's first answer)
     _SET_METADATA(_CPU, out, storage, data.storage_offset(), data.size(), data.stride())
     return out
 
@@ -209,10 +216,14 @@ class _Op:
         # or generators to look at
         self.fast = (
             (
-                1 if self.aliasing == _NEW
-                else 2 if self.aliasing == _IN_PLACE
-                else 3 if len(self.aliasing) > 1 and not any(self.aliasing)
-                else 4 if not self.aliasing
+                1
+                if self.aliasing == _NEW
+                else 2
+                if self.aliasing == _IN_PLACE
+                else 3
+                if len(self.aliasing) > 1 and not any(self.aliasing)
+                else 4
+                if not self.aliasing
                 else 0
             )
             if not (self.mixing or self.copy or self.host_results) and self.generator is None
@@ -230,9 +241,7 @@ def _metadata_view(op, aliasing: tuple) -> bool:
     if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
         return False  # (reshape, contiguous, to: a body that may copy, and never reaches the NPU's kernels)
     arguments = op._schema.arguments
-    return bool(arguments) and all(
-        ("Tensor" not in str(a.type)) == (i > 0) for i, a in enumerate(arguments)
-    )
+    return bool(arguments) and all(("Tensor" not in str(a.type)) == (i > 0) for i, a in enumerate(arguments))
 
 
 def _generator_slot(op):
@@ -386,15 +395,18 @@ def _npu_index(value, index: int) -> int:
     if where < 0 or (where != index and index >= 0):
         return -1  # a host tensor, or another NPU
     try:
-        value.untyped_storage()._emu_last
-    except (AttributeError, RuntimeError):
-        return -1  # not an NPU tensor of the emulator's (another device's, a sparse one)
+        storage: Any = value.untyped_storage()
+    except RuntimeError:
+        return -1  # (a sparse tensor)
+    if not hasattr(storage, "_emu_last"):
+        return -1  # not an NPU tensor of the emulator's (another device's)
     return where
 
 
 def _fast_data(value: torch.Tensor) -> torch.Tensor:
     """data_of an NPU tensor that _npu_index accepted, the operator's result itself where it is used as is."""
-    last = value.untyped_storage()._emu_last
+    storage: Any = value.untyped_storage()
+    last = storage._emu_last
     if (
         last is not None
         and last.dtype == value.dtype
@@ -418,8 +430,11 @@ def _backing_kernel(info: _Op, args: tuple, kwargs: dict):
     new_args = [_unwrap(mixing, a, found, datas, devices) for a in args]
     new_kwargs = {k: _unwrap(mixing, v, found, datas, devices) for k, v in kwargs.items()} if kwargs else kwargs
     index = _index(info, found, devices)
-    if devices and _State.moved is not None and info.op is not _SCALAR and not any(
-        t.device.type == NPU and t.device.index == index for t in found
+    if (
+        devices
+        and _State.moved is not None
+        and info.op is not _SCALAR
+        and not any(t.device.type == NPU and t.device.index == index for t in found)
     ):
         _State.moved()  # a move to the NPU, or a new tensor made there (not a cast that stays on its NPU)
     if info.generator is not None:
