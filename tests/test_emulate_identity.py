@@ -225,7 +225,9 @@ def test_the_summary_counts_moves_by_index_and_adds_up_a_launchers_ranks(tmp_pat
 
 def test_torch_compile_runs_eagerly_in_each_form(tmp_path):
     # inductor has no code generator for the emulated NPU and TorchDynamo does not trace the emulator:
-    # every form of torch.compile gives back what it was given (found on litgpt's *_compile tests)
+    # every form of torch.compile runs eagerly (found on litgpt's *_compile tests); a module comes back
+    # as the OptimizedModule a compilation gives, whose _orig_mod and state dict keys programs read
+    # (accelerate's extract_model_from_parallel, checkpoints saved from a compiled model)
     (tmp_path / "prog.py").write_text(
         textwrap.dedent("""\
         import torch
@@ -242,7 +244,9 @@ def test_torch_compile_runs_eagerly_in_each_form(tmp_path):
             return x + 1
 
         x = torch.randn(2, 4).to("npu")
-        assert compiled is model and torch.equal(compiled(x), model(x))
+        assert isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule) and compiled._orig_mod is model
+        assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+        assert torch.equal(compiled(x), model(x))
         assert torch.equal(double(x), x * 2) and torch.equal(shift(x), x + 1)
         print("device", compiled(x).device.type)
         """)
