@@ -212,23 +212,21 @@ class _Op:
         self.generator = _generator_slot(op)
         self.view = _metadata_view(op, self.aliasing)
         self.redispatch = op._handle.redispatch_boxed
-        # _fast_kernel: one new tensor, or the first argument written in place; no host results, devices
-        # or generators to look at
-        self.fast = (
-            (
-                1
-                if self.aliasing == _NEW
-                else 2
-                if self.aliasing == _IN_PLACE
-                else 3
-                if len(self.aliasing) > 1 and not any(self.aliasing)
-                else 4
-                if not self.aliasing
-                else 0
-            )
-            if not (self.mixing or self.copy or self.host_results) and self.generator is None
-            else 0
-        )
+        # _fast_kernel's kind of results (0: not for it: host results, copies, generators to look at)
+        plain = not (self.mixing or self.copy or self.host_results) and self.generator is None
+        self.fast = _fast_results(self.aliasing) if plain else 0
+
+
+def _fast_results(aliasing: tuple) -> int:
+    """What an operator returns, for _fast_kernel: 1 one new tensor, 2 its first argument written in
+    place, 3 several new tensors, 4 nothing; 0 anything else (views, other arguments written)."""
+    if aliasing == _NEW:
+        return 1
+    if aliasing == _IN_PLACE:
+        return 2
+    if not aliasing:
+        return 4
+    return 3 if len(aliasing) > 1 and not any(aliasing) else 0
 
 
 def _metadata_view(op, aliasing: tuple) -> bool:
