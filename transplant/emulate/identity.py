@@ -236,8 +236,11 @@ def _metadata_view(op, aliasing: tuple) -> bool:
     itself, sharing the NPU storage, without touching data."""
     if not aliasing or any(a != ("view", 0) for a in aliasing):
         return False
-    if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+    has_kernel, name = torch._C._dispatch_has_kernel_for_dispatch_key, op.name()
+    if has_kernel(name, "CompositeImplicitAutograd"):
         return False  # (reshape, contiguous, to: a body that may copy, and never reaches the NPU's kernels)
+    if not any(has_kernel(name, key) for key in ("CPU", "CompositeExplicitAutograd")):
+        return False  # no CPU kernel to make the view (a GPU-only operator on a GPU backing)
     arguments = op._schema.arguments
     return bool(arguments) and all(("Tensor" not in str(a.type)) == (i > 0) for i, a in enumerate(arguments))
 
