@@ -21,12 +21,9 @@ data's, which allocates nothing. Backward passes run in the thread that asks for
 
 Composite operators that pick their body by device type (LSTM, GRU, attention, dropout) run as the
 backing runs them (composites.py), and torch_npu's shallow-copy compatibility of CPU and NPU tensors
-is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu": each operator the
-backing's autocast has a kernel for gets an AutocastPrivateUse1 kernel that asks the backing's own
-autocast which of the operator's arguments it would cast, and to what, once per operator, autocast
-dtype and argument dtypes (it runs the operator on the backing data under the backing's autocast in a
-mode that stops at the first computation), then casts the NPU arguments alike (a weight once per
-autocast region, as autocast's cache does); every other operator falls through, as on the backing.
+is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu" casts as the
+backing's autocast does (autocast.py); torch.load onto an NPU loads on the backing, then moves
+(loading.py).
 
 Two shortcuts keep the common operator cheap: a view is made by the CPU's own view kernel run on the
 NPU tensor (it only sets the metadata of a tensor that shares the NPU storage), and an operator whose
@@ -40,14 +37,10 @@ namespace (npu_api.py).
 from __future__ import annotations
 
 import functools
-import itertools
-import threading
 import warnings
-import weakref
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import generators, memory, npus
 from .fallbacks import may_refuse, refuse_cpu_fallback
@@ -58,7 +51,6 @@ _SET = torch.ops.aten.set_.source_Storage_storage_offset
 _SET_METADATA = (
     _SET._handle.redispatch_boxed
 )  # (keyset, tensor, storage, offset, size, stride): OpOverload.redispatch without its frame
-_AUTOCAST_KEY = torch._C.DispatchKey.AutocastPrivateUse1  # type: ignore[attr-defined]  # (not in torch's stubs)
 aten = torch.ops.aten
 
 # operators whose arguments may mix an NPU tensor with a host tensor, as on a device
@@ -348,7 +340,7 @@ def _fast_kernel(info: _Op, args: tuple, kwargs: dict):
                 if where < 0:
                     return _GENERAL
                 index = where
-                datas.append(_fast_data(v))
+                datas.append(data_of(v))
             if datas is not None:
                 new_args[i] = datas
             continue
@@ -358,7 +350,7 @@ def _fast_kernel(info: _Op, args: tuple, kwargs: dict):
         if where < 0:
             return _GENERAL
         index = where
-        new_args[i] = _fast_data(value)
+        new_args[i] = data_of(value)
     if index < 0:
         return _GENERAL
     new_kwargs = kwargs
@@ -402,21 +394,6 @@ def _npu_index(value, index: int) -> int:
     if not hasattr(storage, "_emu_last"):
         return -1  # not an NPU tensor of the emulator's (another device's)
     return where
-
-
-def _fast_data(value: torch.Tensor) -> torch.Tensor:
-    """data_of an NPU tensor that _npu_index accepted, the operator's result itself where it is used as is."""
-    storage: Any = value.untyped_storage()
-    last = storage._emu_last
-    if (
-        last is not None
-        and last.dtype == value.dtype
-        and last.storage_offset() == value.storage_offset()
-        and last.size() == value.size()
-        and last.stride() == value.stride()
-    ):
-        return last
-    return data_of(value)
 
 
 def _same_npu(device: torch.device, index: int) -> bool:
@@ -491,11 +468,6 @@ def _call_of(info: _Op, args):
     return info.call
 
 
-def _callable(op, args):
-    """``op``'s callable for ``args`` (see _call_of)."""
-    return _call_of(_info(op), args)
-
-
 def _aliasing(op) -> tuple:
     """For each return of ``op``: ("write", argument index or name) when it is an argument written in
     place, ("view", argument index) when it is a view of one, or None."""
@@ -560,174 +532,6 @@ def _rewrap_one(value, alias, args, kwargs, datas, index):
     return _wrap(value, like=source)
 
 
-class _AutocastProbe(TorchDispatchMode):
-    """Records the casts of an operator's input tensors, in order, up to the first operator that is
-    not such a cast, where it stops (no computation is done)."""
-
-    class Stop(Exception):
-        pass
-
-    def __init__(self, inputs):
-        super().__init__()
-        self.inputs: dict = {}  # id -> every position of the tensor (attention(h, h, h) passes one thrice)
-        for i, t in enumerate(inputs):
-            self.inputs.setdefault(id(t), []).append(i)
-        self.casts: list = []  # (position, dtype), in the order made
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is aten._to_copy.default and id(args[0]) in self.inputs and "dtype" in kwargs:
-            self.casts.extend((i, kwargs["dtype"]) for i in self.inputs[id(args[0])])
-            return torch.empty_like(args[0], dtype=kwargs["dtype"])
-        raise self.Stop
-
-
-_POLICIES: dict = {}
-
-
-def _autocast_kernel(info: _Op, *args, **kwargs):
-    with torch._C.DisableTorchFunction():  # as in _op_kernel
-        args, kwargs = _autocast_casts(info.op, args, kwargs)
-    with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_SET):
-        return _call_of(info, args)(*args, **kwargs)
-
-
-def _floating_npu(value, tensors: list) -> None:
-    """Put the floating-point NPU tensors in ``value`` (a tensor, or a list or tuple of them) in ``tensors``."""
-    if isinstance(value, torch.Tensor):
-        if value.is_floating_point() and value.device.type == NPU:
-            tensors.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _floating_npu(v, tensors)
-
-
-def _autocast_casts(op, args, kwargs):
-    """``op``'s arguments with the casts the backing's autocast makes for it."""
-    tensors: list = []
-    for value in args:
-        if value.__class__ not in _PLAIN:
-            _floating_npu(value, tensors)
-    for value in kwargs.values():
-        _floating_npu(value, tensors)
-    if not tensors:
-        return args, kwargs
-    dtype = torch.get_autocast_dtype(NPU)
-    key = (op, dtype, tuple(t.dtype for t in tensors))
-    policy = _POLICIES.get(key)
-    if policy is None:
-        policy = _POLICIES[key] = _probe(op, args, kwargs, tensors, dtype)
-    if not policy:
-        return args, kwargs
-    cast = {id(t): policy[i] for i, t in enumerate(tensors) if i in policy}
-    with torch._C._ExcludeDispatchKeyGuard(_AUTOCAST_SET):
-        return (
-            tuple(_converted(a, cast, dtype) for a in args),
-            {k: _converted(v, cast, dtype) for k, v in kwargs.items()},
-        )
-
-
-def _converted(value, cast: dict, autocast_dtype: torch.dtype):
-    if isinstance(value, torch.Tensor):
-        to = cast.get(id(value))
-        return value if to is None else _cached_cast(value, to, autocast_dtype)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_converted(v, cast, autocast_dtype) for v in value)
-    return value
-
-
-_CASTS = threading.local()  # .made: id -> (weak reference to a weight, its cast), as autocast's own cache
-
-
-def _cached_cast(value: torch.Tensor, dtype: torch.dtype, autocast_dtype: torch.dtype) -> torch.Tensor:
-    """``value`` cast to ``dtype`` as autocast's ``cached_cast`` casts it (aten/src/ATen/autocast_mode.cpp):
-    a float32 weight (a leaf that requires grad, not a view) cast to the autocast dtype is cast once
-    per autocast region, so each use of it is a use of one cast (whose gradient sums theirs in the
-    autocast dtype, as on a device); every other tensor is cast at each use."""
-    if not (
-        dtype == autocast_dtype
-        and value.dtype == torch.float32
-        and value.requires_grad
-        and value.is_leaf
-        and not value._is_view()
-        and torch.is_autocast_cache_enabled()
-    ):
-        return _TO_COPY(value, dtype=dtype)
-    made = getattr(_CASTS, "made", None)
-    if made is None:
-        made = _CASTS.made = {}
-    hit = made.get(id(value))
-    if hit is not None and hit[0]() is value:
-        return hit[1]
-    cast = _TO_COPY(value, dtype=dtype)
-    made[id(value)] = (weakref.ref(value), cast)
-    return cast
-
-
-def _clearing_casts(clear):
-    """torch.clear_autocast_cache (which leaving the outermost autocast region calls) clears the
-    NPU weights' casts too."""
-
-    @functools.wraps(clear)
-    def clear_both() -> None:
-        clear()
-        made = getattr(_CASTS, "made", None)
-        if made:
-            made.clear()
-
-    return clear_both
-
-
-_AUTOCAST_SET = torch._C.DispatchKeySet(_AUTOCAST_KEY)
-_TO_COPY = aten._to_copy.default._op  # the cast autocast makes (Tensor.to's operator), without OpOverload's frame
-
-
-def _probe(op, args, kwargs, tensors, dtype: torch.dtype) -> dict:
-    """The casts of ``op``'s floating-point NPU arguments (by position in ``tensors``) that the
-    backing's autocast to ``dtype`` makes: ``op`` runs on the backing data under that autocast up to
-    its first computation, and again without autocast, and the casts of the second run are the
-    operator's own, not autocast's (attention's math body upcasts half-precision inputs to float
-    before it computes: under autocast, inputs already in ``dtype`` stay as they are); so are casts
-    to a dtype other than the first cast's. An in-place
-    op (``detach_``, ``add_``) is cast by no autocast policy and is not run: on the data of a view (an
-    NPU argument's data is a view of a cached flat tensor) ``detach_`` refuses."""
-    if getattr(getattr(op, "_schema", None), "name", "").endswith("_"):
-        return {}
-    datas = {id(t): data_of(t) for t in tensors}
-    order = [datas[id(t)] for t in tensors]
-
-    def swap(value):
-        if isinstance(value, torch.Tensor) and value.device.type == NPU:
-            return datas.get(id(value)) if id(value) in datas else data_of(value)
-        if isinstance(value, (list, tuple)):
-            return type(value)(swap(v) for v in value)
-        if isinstance(value, torch.device) and value.type == NPU:
-            return _State.backing
-        return value
-
-    args, kwargs = [swap(a) for a in args], {k: swap(v) for k, v in kwargs.items()}
-
-    def casts(enabled: bool) -> list:
-        probe = _AutocastProbe(order)
-        with torch.autocast(_State.backing.type, dtype=dtype, enabled=enabled), probe:
-            try:
-                _callable(op, args)(*args, **kwargs)
-            except _AutocastProbe.Stop:
-                pass
-            except Exception:
-                if enabled:
-                    raise  # (the operator's own error, which the call itself would raise)
-                # without autocast the arguments are refused (attention of mixed dtypes): no casts of its own
-        return probe.casts
-
-    made, own = casts(True), casts(False)
-    if own and made[-len(own) :] == own:
-        made = made[: -len(own)]
-    # autocast casts an operator's arguments to one dtype (its list's); a cast to another one is the
-    # body's, of an argument autocast left as it was (attention of a bfloat16 query, float32 keys)
-    return {i: to for i, to in itertools.takewhile(lambda cast: cast[1] == made[0][1], made)}
-
-
 _LIBRARIES: list = []
 
 
@@ -736,48 +540,28 @@ _LIBRARIES: list = []
 _METADATA_ONLY = {"aten::detach", "aten::alias", "aten::lift_fresh"}
 
 
+def aten_ops(*keys: str):
+    """The aten operators (OpOverloads) that have a kernel for any of the dispatch ``keys``."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::") or not any(has_kernel(qualified, key) for key in keys):
+            continue
+        name, _, overload = qualified[len("aten::") :].partition(".")
+        try:
+            yield getattr(getattr(aten, name), overload or "default")
+        except AttributeError:
+            continue
+
+
 def _as_the_backing_does(backing_key: str):
     """Every operator with a kernel of its own for the backing (CPU or CUDA) gets ``_kernel`` as its
     NPU kernel too, so the NPU runs what the backing runs and not a generic decomposition of it (whose
     numbers could differ, or which refuses devices it does not know: convolution_overrideable)."""
     library = torch.library.Library("aten", "IMPL")
-    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
-    keys = (backing_key, "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
-    for qualified in torch._C._dispatch_get_all_op_names():
-        if not qualified.startswith("aten::") or not any(has_kernel(qualified, key) for key in keys):
-            continue
-        if qualified in _METADATA_ONLY:
-            continue
-        name, _, overload = qualified[len("aten::") :].partition(".")
-        try:
-            op = getattr(getattr(aten, name), overload or "default")
-        except AttributeError:
-            continue
-        library.impl(op, functools.partial(_op_kernel, _info(op)), "PrivateUse1")
+    for op in aten_ops(backing_key, "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"):
+        if op.name() not in _METADATA_ONLY:
+            library.impl(op, functools.partial(_op_kernel, _info(op)), "PrivateUse1")
     return library
-
-
-def _autocast_as_the_backing_does(backing_type: str):
-    """The operators the backing's autocast has a kernel for (its cast lists: AutocastCPU's or
-    AutocastCUDA's) get ``_autocast_kernel`` for AutocastPrivateUse1; every other operator falls
-    through to the next key, as it falls through the backing's autocast (a composite one reaches
-    the operators it is made of, each cast or not by its own entry). So an operator no list names costs
-    nothing under autocast, as on the backing."""
-    library = torch.library.Library("_", "IMPL")
-    library.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    ops = torch.library.Library("aten", "IMPL")
-    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
-    key = "Autocast" + ("CUDA" if backing_type == "cuda" else backing_type.upper())
-    for qualified in torch._C._dispatch_get_all_op_names():
-        if not qualified.startswith("aten::") or not has_kernel(qualified, key):
-            continue
-        name, _, overload = qualified[len("aten::") :].partition(".")
-        try:
-            op = getattr(getattr(aten, name), overload or "default")
-        except AttributeError:
-            continue
-        ops.impl(op, functools.partial(_autocast_kernel, _info(op)), "AutocastPrivateUse1")
-    return library, ops
 
 
 def install(backing_device: torch.device) -> None:
@@ -785,6 +569,8 @@ def install(backing_device: torch.device) -> None:
     the steps of torch.utils.backend_registration._setup_privateuseone_for_python_backend but the
     device module, which runtime.py registers (torch_npu.npu). Call once, on ``import torch_npu``."""
     from torch.utils import backend_registration
+
+    from . import autocast, loading
 
     _State.backing = backing_device
     torch.utils.generate_methods_for_privateuse1_backend()
@@ -794,7 +580,7 @@ def install(backing_device: torch.device) -> None:
     library.fallback(_kernel, "PrivateUse1")
     _LIBRARIES.append(library)
     _LIBRARIES.append(_as_the_backing_does(backing_device.type.upper()))
-    _LIBRARIES.extend(_autocast_as_the_backing_does(backing_device.type))
+    _LIBRARIES.extend(autocast.install(backing_device.type))
 
     has_storage = torch._C._has_storage
     # torch.save writes an NPU tensor as its host copy, rebuilt on the NPU (an allowed global of
@@ -814,8 +600,7 @@ def install(backing_device: torch.device) -> None:
     torch.Tensor.numpy = npu_numpy  # type: ignore[method-assign]  # the emulator replaces torch's own
     torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
     torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
-    torch.load = _load_onto_npu(torch.load)
-    torch.clear_autocast_cache = _clearing_casts(torch.clear_autocast_cache)
+    torch.load = loading.onto_npu(torch.load)
     library = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():  # torch warns that a kernel is overridden: torch_npu overrides it too
         warnings.simplefilter("ignore", UserWarning)
@@ -852,48 +637,3 @@ def _in_this_thread(run_backward):
             torch._C._set_multithreading_enabled(before)
 
     return run_here
-
-
-def _npu(location) -> torch.device | None:
-    """The NPU a map_location names (a device, a string, or a dict's values), or None."""
-    if isinstance(location, dict):
-        found = [_npu(v) for v in location.values()]
-        return next((d for d in found if d is not None), None)
-    if isinstance(location, (str, torch.device)) and str(location).startswith(NPU):
-        return torch.device(location)
-    return None
-
-
-def _onto(value, device: torch.device):
-    if isinstance(value, torch.nn.Parameter):
-        return torch.nn.Parameter(value.to(device), value.requires_grad)
-    if isinstance(value, (torch.Tensor, torch.nn.Module)):
-        return value.to(device)
-    if isinstance(value, dict):
-        moved = {k: _onto(v, device) for k, v in value.items()}
-        if type(value) is dict:
-            return moved
-        copy = value.copy()
-        copy.update(moved)
-        return copy
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return type(value)(_onto(v, device) for v in value)
-    return value
-
-
-def _load_onto_npu(load):
-    """torch.load(..., map_location=npu): loaded on the backing device, then moved to the NPU (an NPU
-    storage holds no bytes to load into)."""
-
-    @functools.wraps(load)
-    def load_then_move(f, map_location=None, *args, **kwargs):
-        target = _npu(map_location)
-        if target is None:
-            return load(f, map_location, *args, **kwargs)
-        if isinstance(map_location, dict):
-            map_location = {k: str(_State.backing) if _npu(v) else v for k, v in map_location.items()}
-        else:
-            map_location = _State.backing
-        return _onto(load(f, map_location, *args, **kwargs), target)
-
-    return load_then_move
