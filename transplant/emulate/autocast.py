@@ -199,17 +199,20 @@ def _probe(op, args, kwargs, tensors, dtype: torch.dtype) -> dict:
     return {i: to for i, to in itertools.takewhile(lambda cast: cast[1] == made[0][1], made)}
 
 
-def install(backing_type: str) -> tuple:
+_LIBRARIES: list = []
+
+
+def install(backing_type: str) -> None:
     """The operators the backing's autocast has a kernel for (its cast lists: AutocastCPU's or
     AutocastCUDA's) get ``_autocast_kernel`` for AutocastPrivateUse1; every other operator falls
     through to the next key, as it falls through the backing's autocast (a composite one reaches
     the operators it is made of, each cast or not by its own entry). So an operator no list names costs
     nothing under autocast, as on the backing. torch.clear_autocast_cache (which leaving the outermost
-    autocast region calls) clears the NPU weights' casts too. Gives the libraries to keep."""
+    autocast region calls) clears the NPU weights' casts too. Call once, after identity.install."""
     library = torch.library.Library("_", "IMPL")
     library.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
     ops = torch.library.Library("aten", "IMPL")
     for op in aten_ops("Autocast" + ("CUDA" if backing_type == "cuda" else backing_type.upper())):
         ops.impl(op, functools.partial(_autocast_kernel, _info(op)), "AutocastPrivateUse1")
     torch.clear_autocast_cache = _clearing_casts(torch.clear_autocast_cache)
-    return library, ops
+    _LIBRARIES.extend((library, ops))

@@ -237,9 +237,11 @@ def install(backing: Backing) -> None:
     backing.active = True
     _accelerator(backing)
     if backing.identity:
-        from . import composites, identity
+        from . import autocast, composites, identity, loading
 
         identity.install(backing.device())
+        autocast.install(backing.kind)  # autocast on "npu", as the backing's
+        torch.load = loading.onto_npu(torch.load)  # map_location="npu": loaded on the backing, then moved
         generators.install()  # torch.Generator("npu")
         composites.install(whole=backing.kind == "cpu")  # LSTM, GRU, their cells, attention: as the backing runs them
         if backing.modeless:

@@ -21,9 +21,8 @@ data's, which allocates nothing. Backward passes run in the thread that asks for
 
 Composite operators that pick their body by device type (LSTM, GRU, attention, dropout) run as the
 backing runs them (composites.py), and torch_npu's shallow-copy compatibility of CPU and NPU tensors
-is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu" casts as the
-backing's autocast does (autocast.py); torch.load onto an NPU loads on the backing, then moves
-(loading.py).
+is reproduced (tied weights stay tied through ``Module.to``). Autocast on "npu" (autocast.py) and
+torch.load onto an NPU (loading.py) are installed beside this module, by devices.install.
 
 Two shortcuts keep the common operator cheap: a view is made by the CPU's own view kernel run on the
 NPU tensor (it only sets the metadata of a tensor that shares the NPU storage), and an operator whose
@@ -570,8 +569,6 @@ def install(backing_device: torch.device) -> None:
     device module, which runtime.py registers (torch_npu.npu). Call once, on ``import torch_npu``."""
     from torch.utils import backend_registration
 
-    from . import autocast, loading
-
     _State.backing = backing_device
     torch.utils.generate_methods_for_privateuse1_backend()
     torch._C._acc.register_python_privateuseone_hook(backend_registration._DummyPrivateUse1Hook())
@@ -580,7 +577,6 @@ def install(backing_device: torch.device) -> None:
     library.fallback(_kernel, "PrivateUse1")
     _LIBRARIES.append(library)
     _LIBRARIES.append(_as_the_backing_does(backing_device.type.upper()))
-    _LIBRARIES.extend(autocast.install(backing_device.type))
 
     has_storage = torch._C._has_storage
     # torch.save writes an NPU tensor as its host copy, rebuilt on the NPU (an allowed global of
@@ -600,7 +596,6 @@ def install(backing_device: torch.device) -> None:
     torch.Tensor.numpy = npu_numpy  # type: ignore[method-assign]  # the emulator replaces torch's own
     torch.autograd._engine_run_backward = _in_this_thread(torch.autograd._engine_run_backward)
     torch.autograd.graph._engine_run_backward = _in_this_thread(torch.autograd.graph._engine_run_backward)
-    torch.load = loading.onto_npu(torch.load)
     library = torch.library.Library("aten", "IMPL")
     with warnings.catch_warnings():  # torch warns that a kernel is overridden: torch_npu overrides it too
         warnings.simplefilter("ignore", UserWarning)
